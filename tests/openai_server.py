@@ -1,0 +1,384 @@
+"""A small, real OpenAI-compatible HTTP server for tests, with switchable faults and counters.
+
+Endpoints: ``POST /v1/chat/completions``, ``GET /v1/models`` and the control API
+``POST /_control/faults`` (JSON merged into the fault settings), ``GET /_control/stats``,
+``POST /_control/reset`` (clear stats, restore the constructor's faults).
+
+Chat request pipeline, decided at arrival (so arrival order is deterministic):
+  1. record stats (Authorization header as sent, JSON body);  2. auth (401);
+  3. bad JSON / no messages (400);  4. unknown model (404, unless ``"*"`` in models);
+  5. at most ONE "first N" fault, the first kind in ``FAULT_ORDER`` whose countdown is > 0
+     (that countdown is decremented).  Each ``<kind>_first_n`` is an independent countdown,
+     re-armed when set; so ``fail_first_n=2, malformed_first_n=1`` means: requests 1-2 fail,
+     request 3 is malformed, request 4 succeeds.  Auth/model errors consume no countdown.
+Then ``latency`` seconds are slept (every chat request), and the response is produced.
+``think_block`` and ``content_override`` apply to every normal (and "length") answer.
+Run as ``python tests/openai_server.py --port 0 --latency 0.05``: prints ``LISTENING <base_url>``.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import copy
+import dataclasses
+import json
+import re
+import signal
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+FAULT_ORDER = ("drop_connection", "hang", "fail", "malformed", "no_choices",
+               "null_content", "empty_content", "length")
+THINK_PREFIX = "<think>internal reasoning</think>\n"
+MAX_KEPT = 200
+MAX_EVENTS = 100_000
+
+
+@dataclass
+class Faults:
+    """Fault settings; every field can be set at runtime via ``set_faults`` or the control API."""
+    latency: float = 0.0
+    fail_first_n: int = 0
+    fail_status: int = 500
+    retry_after: str | None = None
+    retry_after_ms: float | None = None
+    hang_first_n: int = 0
+    hang_seconds: float = 3600.0
+    malformed_first_n: int = 0
+    empty_content_first_n: int = 0
+    null_content_first_n: int = 0
+    no_choices_first_n: int = 0
+    length_first_n: int = 0
+    drop_connection_first_n: int = 0
+    think_block: bool = False
+    content_override: str | None = None
+
+
+@dataclass
+class Stats:
+    """Counters; ``responses_by_status`` has int keys (str keys once JSON-encoded)."""
+    requests: int = 0
+    responses_by_status: dict[int, int] = field(default_factory=dict)
+    dropped: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0
+    headers_seen: list[str | None] = field(default_factory=list)
+    bodies: list[Any] = field(default_factory=list)
+    models_requests: int = 0
+    request_starts: list[float] = field(default_factory=list)
+    request_ends: list[float] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able copy of the counters."""
+        d = dataclasses.asdict(self)
+        d["responses_by_status"] = {str(k): v for k, v in self.responses_by_status.items()}
+        return d
+
+
+def _error(status: int, message: str, etype: str, code: str | None = None,
+           headers: dict[str, str] | None = None) -> web.Response:
+    body = {"error": {"message": message, "type": etype, "param": None, "code": code}}
+    return web.json_response(body, status=status, headers=headers)
+
+
+def _text_of(content: Any) -> str:
+    """Text of a message content: a string, or a list of ``{"type": "text"}`` parts."""
+    if isinstance(content, list):
+        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content if isinstance(content, str) else ""
+
+
+def summarize(messages: list[dict[str, Any]]) -> str:
+    """Deterministic default answer derived from the last message."""
+    last = _text_of(messages[-1].get("content")) if messages else ""
+    return f"Summary of {len(last)} chars: " + " ".join(last.split())[:200]
+
+
+class FakeOpenAIServer:
+    """In-process server; ``async with FakeOpenAIServer(latency=0.1) as srv: srv.base_url``."""
+
+    def __init__(self, *, port: int = 0, api_key: str | None = None,
+                 models: list[str] | None = None, **faults: Any) -> None:
+        self.port, self.api_key = port, api_key
+        self.models = list(models) if models else ["test-model"]
+        self._initial = Faults(**faults)
+        self.faults = Faults(**faults)
+        self.stats = Stats()
+        self._remaining = {k: getattr(self.faults, f"{k}_first_n") for k in FAULT_ORDER}
+        self._runner: web.AppRunner | None = None
+        self._stopping = asyncio.Event()
+        self.base_url = ""
+
+    def set_faults(self, **kw: Any) -> None:
+        """Merge fault settings; setting ``<kind>_first_n`` re-arms that countdown."""
+        unknown = set(kw) - {f.name for f in dataclasses.fields(Faults)}
+        if unknown:
+            raise ValueError(f"unknown fault settings: {sorted(unknown)}")
+        for name, value in kw.items():
+            setattr(self.faults, name, value)
+            if name.endswith("_first_n"):
+                self._remaining[name[: -len("_first_n")]] = int(value)
+
+    def reset(self) -> None:
+        """Clear stats and restore the constructor's fault settings (countdowns re-armed)."""
+        self.stats = Stats()
+        self.faults = Faults()
+        self.set_faults(**dataclasses.asdict(self._initial))
+
+    async def start(self) -> str:
+        """Bind 127.0.0.1 on ``port`` (0 = random) and return the ``.../v1`` base URL."""
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/_control/faults", self._ctl_faults)
+        app.router.add_get("/_control/stats", self._ctl_stats)
+        app.router.add_post("/_control/reset", self._ctl_reset)
+        self._stopping = asyncio.Event()
+        self._runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=0.5,
+                                     access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        return self.base_url
+
+    async def stop(self) -> None:
+        """Wake hung requests (their connections are dropped) and shut down."""
+        self._stopping.set()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> FakeOpenAIServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.stop()
+
+    def _auth_error(self, request: web.Request) -> web.Response | None:
+        if not self.api_key:
+            return None
+        header = request.headers.get("Authorization")
+        if header is None:
+            return _error(401, "You didn't provide an API key.", "invalid_request_error")
+        got = header[len("Bearer "):] if header.startswith("Bearer ") else header
+        if got != self.api_key:
+            return _error(401, f"Incorrect API key provided: {got}", "invalid_request_error",
+                          "invalid_api_key")
+        return None
+
+    def _pick_fault(self) -> str | None:
+        for kind in FAULT_ORDER:
+            if self._remaining[kind] > 0:
+                self._remaining[kind] -= 1
+                return kind
+        return None
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        s = self.stats
+        s.requests += 1
+        s.in_flight += 1
+        s.max_in_flight = max(s.max_in_flight, s.in_flight)
+        _append(s.request_starts, time.time(), MAX_EVENTS)
+        _append(s.headers_seen, request.headers.get("Authorization"), MAX_EVENTS)
+        try:
+            try:
+                body = await request.json()
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                body = None
+            _append(s.bodies, body, MAX_KEPT)
+            error = self._auth_error(request) or _validate(body, self.models)
+            fault = None if error else self._pick_fault()
+            if self.faults.latency > 0:
+                await asyncio.sleep(self.faults.latency)
+            response = error or await self._answer(body, fault)
+            if response is None:
+                s.dropped += 1
+                if request.transport is not None:
+                    request.transport.close()
+                raise asyncio.CancelledError  # aborts the handler without writing a response
+            s.responses_by_status[response.status] = s.responses_by_status.get(response.status, 0) + 1
+            return response
+        finally:
+            s.in_flight -= 1
+            _append(s.request_ends, time.time(), MAX_EVENTS)
+
+    async def _answer(self, body: dict[str, Any], fault: str | None) -> web.Response | None:
+        """Build the response for a valid request; None means "drop the connection"."""
+        f = self.faults
+        if fault == "hang":
+            try:  # an early wake-up means the server is stopping: drop the connection
+                await asyncio.wait_for(self._stopping.wait(), f.hang_seconds)
+                return None
+            except asyncio.TimeoutError:
+                fault = None
+        if fault == "drop_connection":
+            return None
+        if fault == "fail":
+            return self._fail_response(f.fail_status)
+        if fault == "malformed":
+            return web.Response(status=200, text="<html>oops", content_type="text/html")
+        content: str | None = f.content_override if f.content_override is not None \
+            else summarize(body["messages"])
+        finish = "stop"
+        if fault == "length":
+            content, finish = content[: max(1, len(content) // 2)], "length"
+        if f.think_block:
+            content = THINK_PREFIX + content
+        if fault == "empty_content":
+            content = ""
+        elif fault == "null_content":
+            content = None
+        return web.json_response(_completion(body, content, finish, fault == "no_choices"))
+
+    def _fail_response(self, status: int) -> web.Response:
+        headers: dict[str, str] = {}
+        if status in (429, 503):
+            if self.faults.retry_after is not None:
+                headers["Retry-After"] = str(self.faults.retry_after)
+            if self.faults.retry_after_ms is not None:
+                ms = self.faults.retry_after_ms
+                headers["retry-after-ms"] = str(int(ms) if float(ms).is_integer() else ms)
+        etype = {429: "rate_limit_exceeded", 400: "invalid_request_error",
+                 401: "invalid_request_error"}.get(status, "server_error")
+        return _error(status, f"Injected fault: HTTP {status}", etype, headers=headers)
+
+    async def _models(self, request: web.Request) -> web.Response:
+        self.stats.models_requests += 1
+        data = [{"id": m, "object": "model", "created": 0, "owned_by": "trajcomp-tests"}
+                for m in self.models]
+        return self._auth_error(request) or web.json_response({"object": "list", "data": data})
+
+    async def _ctl_faults(self, request: web.Request) -> web.Response:
+        try:
+            self.set_faults(**await request.json())
+        except (ValueError, TypeError) as exc:
+            return _error(400, str(exc), "invalid_request_error")
+        return web.json_response(dataclasses.asdict(self.faults))
+
+    async def _ctl_stats(self, request: web.Request) -> web.Response:
+        return web.json_response(self.stats.to_dict())
+
+    async def _ctl_reset(self, request: web.Request) -> web.Response:
+        self.reset()
+        return web.json_response({"ok": True})
+
+
+def _append(items: list[Any], value: Any, limit: int) -> None:
+    items.append(value)
+    if len(items) > limit:
+        del items[0]
+
+
+def _validate(body: Any, models: list[str]) -> web.Response | None:
+    """400 for a malformed request, 404 for an unknown model."""
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        return _error(400, "Request body must be JSON with a 'messages' list.",
+                      "invalid_request_error")
+    model = body.get("model")
+    if "*" not in models and model not in models:
+        return _error(404, f"The model `{model}` does not exist", "invalid_request_error",
+                      "model_not_found")
+    return None
+
+
+def _completion(body: dict[str, Any], content: str | None, finish: str,
+                no_choices: bool) -> dict[str, Any]:
+    prompt = sum(len(_text_of(m.get("content"))) for m in body["messages"]
+                 if isinstance(m, dict)) // 4
+    completion = len(content or "") // 4
+    choices = [] if no_choices else [{"index": 0, "finish_reason": finish,
+                                      "message": {"role": "assistant", "content": content}}]
+    return {"id": "chatcmpl-" + uuid.uuid4().hex[:24], "object": "chat.completion",
+            "created": int(time.time()), "model": body.get("model"), "choices": choices,
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                      "total_tokens": prompt + completion}}
+
+
+class ServerThread:
+    """Run a FakeOpenAIServer on its own event loop in a daemon thread (for sync tests)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.server = FakeOpenAIServer(**kwargs)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self.base_url = ""
+
+    def _run(self, fn: Any, *args: Any, **kw: Any) -> Any:
+        """Call ``fn`` (sync or async) on the server's loop and return its result."""
+        async def call() -> Any:
+            result = fn(*args, **kw)
+            return await result if asyncio.iscoroutine(result) else result
+        return asyncio.run_coroutine_threadsafe(call(), self._loop).result(30)
+
+    def __enter__(self) -> ServerThread:
+        self._thread.start()
+        try:
+            self.base_url = self._run(self.server.start)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self._run(self.server.stop)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+            self._loop.close()
+
+    @property
+    def stats(self) -> Stats:
+        """A snapshot copy of the counters."""
+        return self._run(copy.deepcopy, self.server.stats)
+
+    def set_faults(self, **kw: Any) -> None:
+        self._run(self.server.set_faults, **kw)
+
+    def reset(self) -> None:
+        self._run(self.server.reset)
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--api-key", default=None)
+    p.add_argument("--models", default="test-model", help="comma-separated model ids")
+    for f in dataclasses.fields(Faults):
+        flag = "--" + f.name.replace("_", "-")
+        if f.default is False:
+            p.add_argument(flag, action="store_true")
+        else:
+            kind = {"retry_after_ms": float}.get(f.name, str if f.default is None else type(f.default))
+            p.add_argument(flag, type=kind, default=f.default)
+    return p.parse_args(argv)
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    faults = {f.name: getattr(args, f.name) for f in dataclasses.fields(Faults)}
+    server = FakeOpenAIServer(port=args.port, api_key=args.api_key,
+                              models=[m for m in re.split(r"\s*,\s*", args.models) if m],
+                              **faults)
+    done = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, done.set)
+    print(f"LISTENING {await server.start()}", flush=True)
+    await done.wait()
+    await server.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    asyncio.run(_serve(_parse_args(argv)))
+
+
+if __name__ == "__main__":
+    main()

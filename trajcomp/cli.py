@@ -1,0 +1,127 @@
+"""The command line: a thin layer that turns flags into a config and a run spec."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from typer.exceptions import TyperException
+
+from .config import ConfigError, load_config
+from .tokens import TokenCounter, TokenizerLoadError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Compress datasets of agent trajectories so they fit a training context window.",
+)
+
+EXIT_USAGE = 2
+
+
+@app.callback()
+def _root() -> None:
+    """Compress datasets of agent trajectories so they fit a training context window."""
+
+
+def _fail(message: str, code: int = EXIT_USAGE) -> None:
+    typer.echo(f"trajcomp: error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+@app.command()
+def compress(
+    input: Path = typer.Argument(..., help="A .jsonl file, or a directory of .jsonl files.", show_default=False),
+    output: Optional[Path] = typer.Option(
+        None, "-o", "--output",
+        help="Output file (for a file input) or directory (for a directory input). "
+        "Default: <stem>_compressed.jsonl beside the file, <dir>_compressed/ beside the directory.",
+    ),
+    config: Optional[Path] = typer.Option(None, "-c", "--config", help="YAML config (see configs/default.yaml)."),
+    target_max_tokens: Optional[int] = typer.Option(None, help="Token budget per row.", min=1),
+    summary_target_tokens: Optional[int] = typer.Option(None, help="Token budget of the summary turn.", min=1),
+    protect_last_n: Optional[int] = typer.Option(None, help="Last turns always kept verbatim.", min=0),
+    tokenizer: Optional[str] = typer.Option(None, help="Training tokenizer: Hugging Face name or local folder."),
+    summarizer: Optional[str] = typer.Option(None, help="Summarizer: extractive (offline default) or openai."),
+    concurrency: Optional[int] = typer.Option(None, help="Summaries in flight at once.", min=1),
+    sample_percent: float = typer.Option(100.0, help="Process a deterministic sample of this percent of rows.", min=0, max=100),
+    seed: int = typer.Option(0, help="Seed of the sample."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Read, count and plan only: no summaries, nothing written."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no text report."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
+) -> None:
+    """Compress every row over the token budget; write rows, a metrics report and any rejects."""
+    from .paths import resolve
+
+    try:
+        cfg = load_config(
+            config,
+            target_max_tokens=target_max_tokens,
+            summary_target_tokens=summary_target_tokens,
+            protect_last_n_turns=protect_last_n,
+            tokenizer_name=tokenizer,
+            summarizer=summarizer,
+            max_concurrent_requests=concurrency,
+        )
+        spec = resolve(input, output, cfg, sample_percent=sample_percent, seed=seed, quiet=quiet or as_json)
+        counter = TokenCounter(cfg.tokenizer_name, cfg.trust_remote_code)
+    except (ConfigError, TokenizerLoadError) as exc:
+        _fail(str(exc))
+    if dry_run:
+        _dry_run(spec, counter, cfg, quiet, as_json)
+        return
+    _compress(spec, counter, cfg, quiet, as_json)
+
+
+def _dry_run(spec, counter, cfg, quiet: bool, as_json: bool) -> None:
+    from .estimate import estimate
+    from .planner import PlanParams
+    from .render import render_estimate
+
+    result = estimate(spec, counter, PlanParams.from_config(cfg)).to_dict()
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+    elif not quiet:
+        typer.echo(render_estimate(result))
+
+
+def _compress(spec, counter, cfg, quiet: bool, as_json: bool) -> None:
+    from .compressor import TrajectoryCompressor
+    from .pipeline import Runner
+    from .render import render_report
+
+    try:
+        compressor = TrajectoryCompressor(cfg, counter)
+    except ConfigError as exc:
+        _fail(str(exc))
+    result = asyncio.run(Runner(cfg, compressor, spec).run())
+    if as_json:
+        typer.echo(json.dumps(result.report, indent=2, ensure_ascii=False))
+    elif not quiet:
+        typer.echo(render_report(result.report, str(spec.report)))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: usage errors become one line on stderr and exit 2."""
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(args=argv, prog_name="trajcomp", standalone_mode=False)
+    except TyperException as exc:  # bad flags and arguments (click-style usage errors)
+        if exc.format_message():  # empty when `trajcomp` alone printed the help
+            typer.echo(f"trajcomp: error: {exc.format_message()}", err=True)
+        sys.exit(getattr(exc, "exit_code", EXIT_USAGE))
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
+        typer.echo("trajcomp: interrupted", err=True)
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

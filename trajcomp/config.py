@@ -1,0 +1,222 @@
+"""Run configuration: one flat dataclass, loaded from the reference's sectioned YAML layout."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A bad config file, key or value; the CLI prints it on one line and exits 2."""
+
+
+ON_FAILURE_CHOICES = ("keep", "extractive", "reject")
+
+
+@dataclass(frozen=True)
+class CompressionConfig:
+    """Every setting of a run. Field names follow the reference's dataclass where it had one."""
+
+    # tokenizer
+    tokenizer_name: str = "moonshotai/Kimi-K2-Thinking"
+    trust_remote_code: bool = False
+    # compression
+    target_max_tokens: int = 15250
+    summary_target_tokens: int = 750
+    # protected_turns
+    protect_first_system: bool = True
+    protect_first_human: bool = True
+    protect_first_gpt: bool = True
+    protect_first_tool: bool = True
+    protect_last_n_turns: int = 4
+    # summarization
+    summarizer: str = "extractive"
+    summarization_model: str = "gpt-4o-mini"
+    base_url: str = "http://127.0.0.1:8000/v1"
+    api_key_env: str = "OPENAI_API_KEY"
+    temperature: float = 0.3
+    max_retries: int = 3
+    retry_delay: float = 2.0
+    request_timeout: float = 120.0
+    prompt_file: str | None = None
+    cache: bool = True
+    # output
+    add_summary_notice: bool = True
+    summary_notice_text: str = (
+        "\n\nNote: part of the earlier conversation has been condensed into a summary to fit the context window."
+    )
+    output_suffix: str = "_compressed"
+    # processing
+    num_workers: int = 4
+    max_concurrent_requests: int = 50
+    skip_under_target: bool = True
+    save_over_limit: bool = True
+    per_trajectory_timeout: float = 300.0
+    on_failure: str = "keep"
+    # metrics
+    metrics_enabled: bool = True
+    metrics_per_trajectory: bool = True
+    metrics_output_file: str = "compression_metrics.json"
+
+    def __post_init__(self) -> None:
+        validate(self)
+
+    def replace(self, **changes: Any) -> "CompressionConfig":
+        """A copy with some fields changed (validated like any config)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_sections(self) -> dict[str, dict[str, Any]]:
+        """The effective config in the YAML section layout (for reports and `--dump-config`)."""
+        return {
+            section: {key: getattr(self, name) for key, name in keys.items()}
+            for section, keys in LAYOUT.items()
+        }
+
+
+# YAML section -> {yaml key -> dataclass field}. The first seven sections and their keys are
+# the reference's `trajectory_compression.yaml`; the extra keys are trajcomp's own.
+LAYOUT: dict[str, dict[str, str]] = {
+    "tokenizer": {"name": "tokenizer_name", "trust_remote_code": "trust_remote_code"},
+    "compression": {
+        "target_max_tokens": "target_max_tokens",
+        "summary_target_tokens": "summary_target_tokens",
+    },
+    "protected_turns": {
+        "first_system": "protect_first_system",
+        "first_human": "protect_first_human",
+        "first_gpt": "protect_first_gpt",
+        "first_tool": "protect_first_tool",
+        "last_n_turns": "protect_last_n_turns",
+    },
+    "summarization": {
+        "summarizer": "summarizer",
+        "model": "summarization_model",
+        "base_url": "base_url",
+        "api_key_env": "api_key_env",
+        "temperature": "temperature",
+        "max_retries": "max_retries",
+        "retry_delay": "retry_delay",
+        "request_timeout": "request_timeout",
+        "prompt_file": "prompt_file",
+        "cache": "cache",
+    },
+    "output": {
+        "add_summary_notice": "add_summary_notice",
+        "summary_notice_text": "summary_notice_text",
+        "output_suffix": "output_suffix",
+    },
+    "processing": {
+        "num_workers": "num_workers",
+        "max_concurrent_requests": "max_concurrent_requests",
+        "skip_under_target": "skip_under_target",
+        "save_over_limit": "save_over_limit",
+        "per_trajectory_timeout": "per_trajectory_timeout",
+        "on_failure": "on_failure",
+    },
+    "metrics": {
+        "enabled": "metrics_enabled",
+        "per_trajectory": "metrics_per_trajectory",
+        "output_file": "metrics_output_file",
+    },
+}
+
+# Keys some versions of the reference wrote under another name.
+ALIASES = {("protected_turns", "first_assistant"): "protect_first_gpt"}
+
+
+def _expected_type(name: str) -> tuple[type, ...]:
+    default = next(f for f in dataclasses.fields(CompressionConfig) if f.name == name).default
+    if isinstance(default, bool):
+        return (bool,)
+    if isinstance(default, float):
+        return (int, float)
+    if isinstance(default, int):
+        return (int,)
+    return (str, type(None)) if default is None else (str,)
+
+
+def validate(cfg: CompressionConfig) -> None:
+    """Reject values no run could use, naming the field."""
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        types = _expected_type(f.name)
+        if not isinstance(value, types) or (bool not in types and isinstance(value, bool)):
+            raise ConfigError(f"{f.name} must be {types[0].__name__}, got {value!r}")
+    positive = ("target_max_tokens", "summary_target_tokens", "max_concurrent_requests", "num_workers")
+    for name in positive:
+        if getattr(cfg, name) <= 0:
+            raise ConfigError(f"{name} must be > 0, got {getattr(cfg, name)}")
+    for name in ("protect_last_n_turns", "max_retries", "retry_delay", "temperature"):
+        if getattr(cfg, name) < 0:
+            raise ConfigError(f"{name} must be >= 0, got {getattr(cfg, name)}")
+    for name in ("request_timeout", "per_trajectory_timeout"):
+        if getattr(cfg, name) <= 0:
+            raise ConfigError(f"{name} must be > 0 seconds, got {getattr(cfg, name)}")
+    if cfg.summary_target_tokens >= cfg.target_max_tokens:
+        raise ConfigError(
+            f"summary_target_tokens ({cfg.summary_target_tokens}) must be smaller than "
+            f"target_max_tokens ({cfg.target_max_tokens})"
+        )
+    if cfg.on_failure not in ON_FAILURE_CHOICES:
+        raise ConfigError(f"on_failure must be one of {', '.join(ON_FAILURE_CHOICES)}, got {cfg.on_failure!r}")
+
+
+def fields_from_mapping(data: Any, source: str) -> dict[str, Any]:
+    """Flatten a sectioned mapping into dataclass field values; unknown keys are errors."""
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping of sections")
+    values: dict[str, Any] = {}
+    for section, keys in data.items():
+        if section not in LAYOUT:
+            raise ConfigError(f"{source}: unknown section '{section}' (known: {', '.join(LAYOUT)})")
+        if keys is None:
+            continue
+        if not isinstance(keys, dict):
+            raise ConfigError(f"{source}: section '{section}' must be a mapping")
+        for key, value in keys.items():
+            name = LAYOUT[section].get(key) or ALIASES.get((section, key))
+            if name is None:
+                known = ", ".join(LAYOUT[section])
+                raise ConfigError(f"{source}: unknown key '{section}.{key}' (known in {section}: {known})")
+            values[name] = value
+    return values
+
+
+def _resolve_relative_paths(values: dict[str, Any], base: Path) -> None:
+    # "./x" and "../x" in a config file mean "beside this file", so configs travel with their data.
+    for name in ("tokenizer_name", "prompt_file"):
+        value = values.get(name)
+        if isinstance(value, str) and value.startswith(("./", "../")):
+            values[name] = str((base / value).resolve())
+
+
+def load_config(path: str | Path | None = None, **overrides: Any) -> CompressionConfig:
+    """Defaults, then the YAML file, then explicit overrides (None values are ignored)."""
+    values: dict[str, Any] = {}
+    if path is not None:
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: not valid YAML ({_one_line(exc)})") from None
+        values = fields_from_mapping(data, str(path))
+        _resolve_relative_paths(values, path.parent)
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return CompressionConfig(**values)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}" if path else str(exc)) from None
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())

@@ -1,0 +1,90 @@
+"""What a run would do, without summarizing or writing: read, count, plan (`--dry-run`)."""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Any, Iterable, Iterator
+
+from .compressor import SHAREGPT
+from .formats import Record, open_reader
+from .metrics import distribution
+from .pipeline import RunSpec, sampled
+from .planner import Decision, PlanParams, plan
+from .rows import RowError
+from .tokens import TokenCounter
+
+BATCH_ROWS = 256  # rows counted per call to the tokenizer
+
+
+@dataclass
+class Estimate:
+    params: PlanParams
+    decisions: Counter = field(default_factory=Counter)
+    rejects: Counter = field(default_factory=Counter)
+    not_sampled: int = 0
+    before: array = field(default_factory=lambda: array("q"))
+    after: array = field(default_factory=lambda: array("q"))
+
+    def add(self, total: int, decision: Decision, region_tokens: int) -> None:
+        self.decisions[decision.value] += 1
+        self.before.append(total)
+        saved = region_tokens - self.params.summary_target_tokens if decision is Decision.COMPRESS else 0
+        self.after.append(total - saved)
+
+    def to_dict(self) -> dict[str, Any]:
+        target = self.params.target_max_tokens
+        calls = self.decisions[Decision.COMPRESS.value]
+        return {
+            "rows": len(self.before),
+            "rows_rejected": sum(self.rejects.values()),
+            "reject_reasons": dict(sorted(self.rejects.items())),
+            "rows_not_sampled": self.not_sampled,
+            "target_max_tokens": target,
+            "over_target": sum(1 for t in self.before if t > target),
+            "would_fit_after_compression": sum(1 for b, a in zip(self.before, self.after) if b > target >= a),
+            "would_stay_over_target": sum(1 for a in self.after if a > target),
+            "decisions": {d.value: self.decisions[d.value] for d in Decision},
+            "summarizer_calls_needed": calls,
+            "summary_tokens_needed": calls * self.params.summary_target_tokens,
+            "tokens_before": distribution(self.before),
+            "tokens_after_estimate": distribution(self.after),
+        }
+
+
+def estimate(spec: RunSpec, counter: TokenCounter, params: PlanParams) -> Estimate:
+    """Plan every sampled row of the run; the after-figures assume summaries of exactly the target size."""
+    result = Estimate(params)
+    for chunk in _chunks(_valid_turns(spec, result), BATCH_ROWS):
+        counts = iter(counter.count([t.text for turns in chunk for t in turns]))
+        for turns in chunk:
+            row_counts = list(islice(counts, len(turns)))
+            p = plan([t.role for t in turns], row_counts, params)
+            result.add(p.total_tokens, p.decision, p.region_tokens)
+    return result
+
+
+def _valid_turns(spec: RunSpec, result: Estimate) -> Iterator[list]:
+    for job in spec.files:
+        for record in open_reader(job.input):
+            if not sampled(record, spec.sample_percent, spec.seed):
+                result.not_sampled += 1
+                continue
+            try:
+                yield _turns(record)
+            except RowError as exc:
+                result.rejects[exc.reason] += 1
+
+
+def _turns(record: Record) -> list:
+    if record.error is not None:
+        raise record.error
+    return SHAREGPT.turns(SHAREGPT.native_turns(record.row))
+
+
+def _chunks(items: Iterable, size: int) -> Iterator[list]:
+    iterator = iter(items)
+    while chunk := list(islice(iterator, size)):
+        yield chunk

@@ -1,0 +1,178 @@
+"""Per-row metrics and their aggregate; the aggregate is always the sum of the rows written."""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections import Counter
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class Outcome(str, Enum):
+    COMPRESSED = "compressed"
+    SKIPPED_UNDER_TARGET = "skipped_under_target"
+    NOTHING_TO_COMPRESS = "nothing_to_compress"  # head and tail leave no middle to summarize
+    NO_NET_SAVINGS = "no_net_savings"  # the middle is no bigger than a summary would be
+    SUMMARY_TOO_LONG = "summary_too_long"  # the summary would not have made the row shorter
+    FAILED = "failed"  # no summary could be had; the row is as it was
+
+
+@dataclass(frozen=True)
+class RowMetrics:
+    """What happened to one row; written into the row as `compression_metrics`."""
+
+    outcome: Outcome
+    original_tokens: int
+    compressed_tokens: int
+    original_turns: int
+    compressed_turns: int
+    target_max_tokens: int
+    region: tuple[int, int] | None = None  # [start, end) of the summarized turns
+    summarization_api_calls: int = 0
+    summarization_errors: int = 0
+    summary_source: str | None = None  # the summarizer that wrote the summary
+    error: str | None = None
+
+    @property
+    def was_compressed(self) -> bool:
+        return self.outcome is Outcome.COMPRESSED
+
+    @property
+    def still_over_limit(self) -> bool:
+        return self.compressed_tokens > self.target_max_tokens
+
+    @property
+    def tokens_saved(self) -> int:
+        return self.original_tokens - self.compressed_tokens
+
+    @property
+    def compression_ratio(self) -> float:
+        return round(self.compressed_tokens / self.original_tokens, 4) if self.original_tokens else 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        region = None
+        if self.region is not None:
+            start, end = self.region
+            region = {"start_idx": start, "end_idx": end, "turns_count": end - start}
+        return {
+            "original_tokens": self.original_tokens,
+            "compressed_tokens": self.compressed_tokens,
+            "tokens_saved": self.tokens_saved,
+            "compression_ratio": self.compression_ratio,
+            "original_turns": self.original_turns,
+            "compressed_turns": self.compressed_turns,
+            "turns_removed": self.original_turns - self.compressed_turns,
+            "compression_region": region,
+            "was_compressed": self.was_compressed,
+            "still_over_limit": self.still_over_limit,
+            "skipped_under_target": self.outcome is Outcome.SKIPPED_UNDER_TARGET,
+            "outcome": self.outcome.value,
+            "summarization_api_calls": self.summarization_api_calls,
+            "summarization_errors": self.summarization_errors,
+            "summary_source": self.summary_source,
+            "error": self.error,
+        }
+
+
+def distribution(values: array) -> dict[str, int]:
+    """min, p50, p90, p99, max by the nearest-rank method (zeros when empty)."""
+    if not values:
+        return {"min": 0, "p50": 0, "p90": 0, "p99": 0, "max": 0}
+    ordered = sorted(values)
+
+    def rank(p: float) -> int:
+        return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+
+    return {"min": ordered[0], "p50": rank(50), "p90": rank(90), "p99": rank(99), "max": ordered[-1]}
+
+
+@dataclass
+class Aggregate:
+    """Running sums over the rows written, plus counts of the rows that were not."""
+
+    outcomes: Counter = field(default_factory=Counter)
+    still_over_limit: int = 0
+    original_tokens: int = 0
+    compressed_tokens: int = 0
+    original_turns: int = 0
+    compressed_turns: int = 0
+    api_calls: int = 0
+    errors: int = 0
+    before: array = field(default_factory=lambda: array("q"))
+    after: array = field(default_factory=lambda: array("q"))
+    reject_reasons: Counter = field(default_factory=Counter)
+    not_sampled: int = 0
+    blank_lines: int = 0
+
+    def add(self, m: RowMetrics) -> None:
+        self.outcomes[m.outcome.value] += 1
+        self.still_over_limit += m.still_over_limit
+        self.original_tokens += m.original_tokens
+        self.compressed_tokens += m.compressed_tokens
+        self.original_turns += m.original_turns
+        self.compressed_turns += m.compressed_turns
+        self.api_calls += m.summarization_api_calls
+        self.errors += m.summarization_errors
+        self.before.append(m.original_tokens)
+        self.after.append(m.compressed_tokens)
+
+    def add_reject(self, reason: str, metrics: RowMetrics | None = None) -> None:
+        """A row sent to the rejects file; summary calls it cost still count."""
+        self.reject_reasons[reason] += 1
+        if metrics is not None:
+            self.api_calls += metrics.summarization_api_calls
+            self.errors += metrics.summarization_errors
+
+    @property
+    def rows_written(self) -> int:
+        return len(self.before)
+
+    def sections(self) -> dict[str, Any]:
+        """The row-derived sections of the report."""
+        n = self.rows_written
+        compressed = self.outcomes[Outcome.COMPRESSED.value]
+
+        def avg(total: float, count: int) -> float:
+            return round(total / count, 2) if count else 0.0
+
+        return {
+            "summary": {
+                "total_trajectories": n,
+                "trajectories_compressed": compressed,
+                "trajectories_skipped_under_target": self.outcomes[Outcome.SKIPPED_UNDER_TARGET.value],
+                "trajectories_still_over_limit": self.still_over_limit,
+                "trajectories_failed": self.outcomes[Outcome.FAILED.value],
+                "compression_rate": avg(compressed, n),
+                "outcomes": {o.value: self.outcomes[o.value] for o in Outcome},
+            },
+            "tokens": {
+                "total_original": self.original_tokens,
+                "total_compressed": self.compressed_tokens,
+                "total_saved": self.original_tokens - self.compressed_tokens,
+                "overall_compression_ratio": round(self.compressed_tokens / self.original_tokens, 4)
+                if self.original_tokens
+                else 1.0,
+            },
+            "turns": {
+                "total_original": self.original_turns,
+                "total_compressed": self.compressed_turns,
+                "total_removed": self.original_turns - self.compressed_turns,
+            },
+            "averages": {
+                "original_tokens_per_trajectory": avg(self.original_tokens, n),
+                "compressed_tokens_per_trajectory": avg(self.compressed_tokens, n),
+                "tokens_saved_per_trajectory": avg(self.original_tokens - self.compressed_tokens, n),
+                "turns_removed_per_compressed_trajectory": avg(self.original_turns - self.compressed_turns, compressed),
+            },
+            "distribution": {"before": distribution(self.before), "after": distribution(self.after)},
+            "rows": {
+                "read": n + sum(self.reject_reasons.values()) + self.not_sampled,
+                "written": n,
+                "rejected": sum(self.reject_reasons.values()),
+                "reject_reasons": dict(sorted(self.reject_reasons.items())),
+                "not_sampled": self.not_sampled,
+                "blank_lines_skipped": self.blank_lines,
+            },
+        }

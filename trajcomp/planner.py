@@ -1,0 +1,115 @@
+"""Choose the turns to summarize: a pure function of roles and token counts (no I/O, no tokenizer).
+
+Roles are the ShareGPT ones: "system", "human", "gpt", "tool" (other formats map onto them).
+The region is the half-open range [start, end) of turn indices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Sequence
+
+
+class Decision(str, Enum):
+    SKIPPED_UNDER_TARGET = "skipped_under_target"
+    NOTHING_TO_COMPRESS = "nothing_to_compress"  # head and tail leave no middle
+    NO_NET_SAVINGS = "no_net_savings"  # the middle is no bigger than a summary
+    COMPRESS = "compress"
+
+
+@dataclass(frozen=True)
+class PlanParams:
+    target_max_tokens: int
+    summary_target_tokens: int
+    protect_first_system: bool = True
+    protect_first_human: bool = True
+    protect_first_gpt: bool = True
+    protect_first_tool: bool = True
+    protect_last_n_turns: int = 4
+
+    @classmethod
+    def from_config(cls, cfg) -> "PlanParams":
+        return cls(**{name: getattr(cfg, name) for name in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class Plan:
+    decision: Decision
+    total_tokens: int
+    start: int = 0
+    end: int = 0
+    region_tokens: int = 0
+    # The turn right after the region is a human turn: the summary opens it instead of
+    # standing alone, so that two human turns never follow each other.
+    merge_into_next: bool = False
+
+    @property
+    def turns_count(self) -> int:
+        return self.end - self.start
+
+
+def plan(roles: Sequence[str], counts: Sequence[int], params: PlanParams) -> Plan:
+    """The region to summarize, or why nothing is."""
+    n = len(roles)
+    total = sum(counts)
+    if total <= params.target_max_tokens:
+        return Plan(Decision.SKIPPED_UNDER_TARGET, total)
+    tail_start = max(0, n - params.protect_last_n_turns)
+    start = _region_start(roles, _head_end(roles, params, tail_start), tail_start)
+    limit = _region_limit(roles, start, tail_start)
+    if start >= limit:
+        return Plan(Decision.NOTHING_TO_COMPRESS, total)
+    need = total - params.target_max_tokens + params.summary_target_tokens
+    end, region_tokens = _greedy_end(roles, counts, start, limit, need)
+    if region_tokens <= params.summary_target_tokens:
+        return Plan(Decision.NO_NET_SAVINGS, total, start, end, region_tokens)
+    merge = end < n and roles[end] == "human"
+    return Plan(Decision.COMPRESS, total, start, end, region_tokens, merge)
+
+
+def _head_end(roles: Sequence[str], params: PlanParams, tail_start: int) -> int:
+    """One past the last protected head turn that lies before the tail (0 when none)."""
+    wanted = {
+        role
+        for role, on in (
+            ("system", params.protect_first_system),
+            ("human", params.protect_first_human),
+            ("gpt", params.protect_first_gpt),
+            ("tool", params.protect_first_tool),
+        )
+        if on
+    }
+    last = -1
+    for i, role in enumerate(roles[:tail_start]):
+        if role in wanted:
+            wanted.discard(role)
+            last = i
+    return last + 1
+
+
+def _region_start(roles: Sequence[str], start: int, tail_start: int) -> int:
+    # A tool turn answers the gpt turn before it, so it stays with the head; and the summary
+    # is a human turn, so it may not follow a human turn.
+    while start < tail_start and (roles[start] == "tool" or (start > 0 and roles[start - 1] == "human")):
+        start += 1
+    return start
+
+
+def _region_limit(roles: Sequence[str], start: int, tail_start: int) -> int:
+    # If the tail opens with tool turns, their gpt call must stay too: step back before it.
+    end = tail_start
+    while end > start and end < len(roles) and roles[end] == "tool":
+        end -= 1
+    return end
+
+
+def _greedy_end(roles: Sequence[str], counts: Sequence[int], start: int, limit: int, need: int) -> tuple[int, int]:
+    """Take turns from `start` until `need` tokens are covered, cutting only before a non-tool turn."""
+    total = 0
+    for i in range(start, limit):
+        total += counts[i]
+        end = i + 1
+        if total >= need and (end == len(roles) or roles[end] != "tool"):
+            return end, total
+    return limit, total

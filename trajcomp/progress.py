@@ -1,0 +1,36 @@
+"""The progress bar on stderr, with the outcome counts as its postfix."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from typing import Callable
+
+from tqdm import tqdm
+
+
+class Progress:
+    """Counts rows by outcome and shows them; `live` adds run facts such as calls in flight."""
+
+    def __init__(self, disable: bool, total: int | None = None, live: Callable[[], dict] | None = None):
+        self.bar = tqdm(total=total, unit="row", disable=disable, file=sys.stderr, dynamic_ncols=True)
+        self.counts: Counter = Counter()
+        self.live = live
+        self._shown = 0.0
+
+    def update(self, kind: str) -> None:
+        self.counts[kind] += 1
+        self.bar.update(1)
+        now = time.monotonic()
+        if now - self._shown >= 0.5:
+            self._shown = now
+            self.bar.set_postfix(self._postfix(), refresh=False)
+
+    def _postfix(self) -> dict:
+        shown = {k: self.counts[k] for k in ("compressed", "skipped", "failed", "rejected")}
+        return {**shown, **(self.live() if self.live else {})}
+
+    def close(self) -> None:
+        self.bar.set_postfix(self._postfix(), refresh=False)
+        self.bar.close()

@@ -1,0 +1,68 @@
+"""The one async interface every summarizer implements."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+from ..rows import Turn
+
+SUMMARY_PREFIX = "[CONTEXT SUMMARY]:"
+
+
+@dataclass(frozen=True)
+class SummaryRequest:
+    turns: tuple[Turn, ...]
+    target_tokens: int  # budget for the summary body, the prefix already deducted
+    timeout: float | None = None  # seconds for this summary, all retries included
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A summary body (no prefix) and its own provenance, which travels with it into rows and the cache."""
+
+    text: str
+    api_calls: int = 0
+    errors: int = 0  # failed attempts before the one that succeeded
+
+
+class SummaryError(Exception):
+    """No usable summary could be had; the row is left as it was."""
+
+    def __init__(self, message: str, api_calls: int = 0, errors: int = 0):
+        super().__init__(message)
+        self.api_calls = api_calls
+        self.errors = errors
+
+
+class Summarizer(ABC):
+    """Turns a run of turns into a summary body within a token budget."""
+
+    name: str = "base"
+
+    async def start(self) -> None:
+        """Open resources and check they work, before the first row (default: nothing)."""
+
+    @abstractmethod
+    async def summarize(self, request: SummaryRequest) -> Summary:
+        """A summary of `request.turns`, or SummaryError."""
+
+    async def close(self) -> None:
+        """Release resources (default: nothing)."""
+
+    def run_stats(self) -> dict[str, Any]:
+        """Facts about this run for the report (calls, retries, latency...)."""
+        return {}
+
+
+def strip_prefix(text: str) -> str:
+    """The body of a summary, without any leading copies of SUMMARY_PREFIX."""
+    text = text.strip()
+    while text.startswith(SUMMARY_PREFIX):
+        text = text[len(SUMMARY_PREFIX):].strip()
+    return text
+
+
+def with_prefix(body: str) -> str:
+    return f"{SUMMARY_PREFIX} {strip_prefix(body)}"
