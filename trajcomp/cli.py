@@ -48,7 +48,20 @@ def compress(
     protect_last_n: Optional[int] = typer.Option(None, help="Last turns always kept verbatim.", min=0),
     tokenizer: Optional[str] = typer.Option(None, help="Training tokenizer: Hugging Face name or local folder."),
     summarizer: Optional[str] = typer.Option(None, help="Summarizer: extractive (offline default) or openai."),
-    concurrency: Optional[int] = typer.Option(None, help="Summaries in flight at once.", min=1),
+    concurrency: Optional[int] = typer.Option(None, help="Summarizer calls in flight at once (default 50).", min=1),
+    base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1."),
+    model: Optional[str] = typer.Option(None, help="Model name the endpoint serves."),
+    api_key_env: Optional[str] = typer.Option(
+        None, help="Name of the environment variable holding the API key (the key itself is never a flag)."
+    ),
+    request_timeout: Optional[float] = typer.Option(None, help="Seconds for one HTTP call.", min=0.001),
+    trajectory_timeout: Optional[float] = typer.Option(None, help="Seconds for one row's summary, retries included.", min=0.001),
+    max_retries: Optional[int] = typer.Option(None, help="Retries after a failed call.", min=0),
+    retry_delay: Optional[float] = typer.Option(None, help="Base of the exponential backoff, seconds.", min=0),
+    on_failure: Optional[str] = typer.Option(
+        None, help="When no summary can be had: keep (row unchanged, flagged), extractive (offline fallback) or reject."
+    ),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the summary cache."),
     sample_percent: float = typer.Option(100.0, help="Process a deterministic sample of this percent of rows.", min=0, max=100),
     seed: int = typer.Option(0, help="Seed of the sample."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Read, count and plan only: no summaries, nothing written."),
@@ -67,6 +80,15 @@ def compress(
             tokenizer_name=tokenizer,
             summarizer=summarizer,
             max_concurrent_requests=concurrency,
+            base_url=base_url,
+            summarization_model=model,
+            api_key_env=api_key_env,
+            request_timeout=request_timeout,
+            per_trajectory_timeout=trajectory_timeout,
+            max_retries=max_retries,
+            retry_delay=retry_delay,
+            on_failure=on_failure,
+            cache=False if no_cache else None,
         )
         spec = resolve(input, output, cfg, sample_percent=sample_percent, seed=seed, quiet=quiet or as_json)
         counter = TokenCounter(cfg.tokenizer_name, cfg.trust_remote_code)
@@ -91,15 +113,17 @@ def _dry_run(spec, counter, cfg, quiet: bool, as_json: bool) -> None:
 
 
 def _compress(spec, counter, cfg, quiet: bool, as_json: bool) -> None:
-    from .compressor import TrajectoryCompressor
-    from .pipeline import Runner
+    from .pipeline import Runner, build_compressor
     from .render import render_report
+    from .summarizers.http import PreflightError
 
     try:
-        compressor = TrajectoryCompressor(cfg, counter)
+        compressor = build_compressor(cfg, counter, spec)
+        result = asyncio.run(Runner(cfg, compressor, spec).run())
     except ConfigError as exc:
         _fail(str(exc))
-    result = asyncio.run(Runner(cfg, compressor, spec).run())
+    except PreflightError as exc:
+        _fail(str(exc), code=1)
     if as_json:
         typer.echo(json.dumps(result.report, indent=2, ensure_ascii=False))
     elif not quiet:

@@ -43,6 +43,7 @@ class CompressionConfig:
     retry_delay: float = 2.0
     request_timeout: float = 120.0
     prompt_file: str | None = None
+    max_turn_chars: int = 8000
     cache: bool = True
     # output
     add_summary_notice: bool = True
@@ -102,6 +103,7 @@ LAYOUT: dict[str, dict[str, str]] = {
         "retry_delay": "retry_delay",
         "request_timeout": "request_timeout",
         "prompt_file": "prompt_file",
+        "max_turn_chars": "max_turn_chars",
         "cache": "cache",
     },
     "output": {
@@ -146,7 +148,7 @@ def validate(cfg: CompressionConfig) -> None:
         types = _expected_type(f.name)
         if not isinstance(value, types) or (bool not in types and isinstance(value, bool)):
             raise ConfigError(f"{f.name} must be {types[0].__name__}, got {value!r}")
-    positive = ("target_max_tokens", "summary_target_tokens", "max_concurrent_requests", "num_workers")
+    positive = ("target_max_tokens", "summary_target_tokens", "max_concurrent_requests", "num_workers", "max_turn_chars")
     for name in positive:
         if getattr(cfg, name) <= 0:
             raise ConfigError(f"{name} must be > 0, got {getattr(cfg, name)}")

@@ -30,7 +30,10 @@ def resolve(input_path: Path, output: Path | None, config: CompressionConfig, **
         if out_dir.resolve() == input_path.resolve():
             raise ConfigError(f"the output directory must differ from the input directory: {input_path}")
         files = [FileJob(f, out_dir / f.name) for f in input_files(input_path)]
-        return RunSpec(files, out_dir / config.metrics_output_file, out_dir / "rejects.jsonl", **spec_options)
+        return RunSpec(
+            files, out_dir / config.metrics_output_file, out_dir / "rejects.jsonl", out_dir / "summary_cache.sqlite",
+            **spec_options,
+        )
     stem, suffix = split_suffix(input_path)
     if suffix not in INPUT_SUFFIXES:
         raise ConfigError(f"unsupported input file type '{suffix}' ({input_path}); supported: {', '.join(INPUT_SUFFIXES)}")
@@ -42,5 +45,6 @@ def resolve(input_path: Path, output: Path | None, config: CompressionConfig, **
         [FileJob(input_path, out)],
         out.with_name(out_stem + "_metrics.json"),
         out.with_name(out_stem + "_rejects.jsonl"),
+        out.with_name(out_stem + "_summary_cache.sqlite"),
         **spec_options,
     )

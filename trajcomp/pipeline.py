@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterable
 
 from . import __version__
+from .cache import CachedSummarizer, SummaryCache
 from .compressor import SHAREGPT, TrajectoryCompressor
 from .config import CompressionConfig
 from .formats import AtomicFile, Record, open_reader, open_writer
@@ -20,6 +21,7 @@ from .formats.jsonl import JsonlWriter
 from .metrics import Aggregate, Outcome, RowMetrics
 from .progress import Progress
 from .rows import RowError
+from .summarizers import make_summarizer
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class RunSpec:
     files: list[FileJob]
     report: Path
     rejects: Path
+    cache: Path
     sample_percent: float = 100.0
     seed: int = 0
     quiet: bool = False
@@ -64,6 +67,14 @@ class Rejected:
 class RunResult:
     report: dict[str, Any]
     aggregate: Aggregate = field(repr=False)
+
+
+def build_compressor(config: CompressionConfig, counter, spec: RunSpec) -> TrajectoryCompressor:
+    """The compressor for a run, its summarizer behind the summary cache when that is worth it."""
+    summarizer = make_summarizer(config.summarizer, config, counter)
+    if config.cache and summarizer.cacheable:
+        summarizer = CachedSummarizer(summarizer, SummaryCache(spec.cache))
+    return TrajectoryCompressor(config, counter, summarizer)
 
 
 def sampled(record: Record, percent: float, seed: int) -> bool:
@@ -98,7 +109,6 @@ class Runner:
         self.compressor = compressor
         self.spec = spec
         self.aggregate = Aggregate()
-        self.progress = Progress(disable=spec.quiet)
         self.window = max(8, 2 * config.max_concurrent_requests)
 
     async def process(self, record: Record) -> Written | Rejected:
@@ -138,21 +148,25 @@ class Runner:
 
     async def run(self) -> RunResult:
         started, clock = datetime.now(timezone.utc), time.monotonic()
+        try:
+            await self.compressor.start()  # preflight: a dead endpoint stops the run before any file exists
+            with Progress(disable=self.spec.quiet, live=self.compressor.summarizer.live) as self.progress:
+                await self._run_files()
+        finally:
+            await self.compressor.close()
+        report = self.build_report(started, time.monotonic() - clock)
+        write_json(self.spec.report, report)
+        return RunResult(report, self.aggregate)
+
+    async def _run_files(self) -> None:
         rejects = JsonlWriter(self.spec.rejects)
         try:
-            await self.compressor.start()
             for job in self.spec.files:
                 await self.run_file(job, rejects)
         except BaseException:
             rejects.abort()
             raise
-        finally:
-            self.progress.close()
-            await self.compressor.close()
         self._finish_rejects(rejects)
-        report = self.build_report(started, time.monotonic() - clock)
-        write_json(self.spec.report, report)
-        return RunResult(report, self.aggregate)
 
     def _finish_rejects(self, rejects: JsonlWriter) -> None:
         # A rejects file exists exactly when rows were rejected: a stale one would mislead.

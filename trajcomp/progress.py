@@ -31,6 +31,12 @@ class Progress:
         shown = {k: self.counts[k] for k in ("compressed", "skipped", "failed", "rejected")}
         return {**shown, **(self.live() if self.live else {})}
 
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
         self.bar.set_postfix(self._postfix(), refresh=False)
         self.bar.close()

@@ -12,6 +12,7 @@ __all__ = ["SUMMARY_PREFIX", "Summarizer", "Summary", "SummaryError", "SummaryRe
 
 BUILTIN = {
     "extractive": "trajcomp.summarizers.extractive:ExtractiveSummarizer",
+    "openai": "trajcomp.summarizers.openai:OpenAISummarizer",
 }
 
 

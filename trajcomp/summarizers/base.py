@@ -40,6 +40,7 @@ class Summarizer(ABC):
     """Turns a run of turns into a summary body within a token budget."""
 
     name: str = "base"
+    cacheable: bool = False  # worth a summary cache (costly calls); see cache_key
 
     async def start(self) -> None:
         """Open resources and check they work, before the first row (default: nothing)."""
@@ -50,6 +51,14 @@ class Summarizer(ABC):
 
     async def close(self) -> None:
         """Release resources (default: nothing)."""
+
+    def cache_key(self, request: SummaryRequest) -> str | None:
+        """A key naming everything that decides this summary, or None when not worth caching."""
+        return None
+
+    def live(self) -> dict[str, int]:
+        """Facts for the progress bar, such as calls in flight."""
+        return {}
 
     def run_stats(self) -> dict[str, Any]:
         """Facts about this run for the report (calls, retries, latency...)."""

@@ -1,0 +1,33 @@
+"""Remove secrets from text: summaries that quote them, and error bodies that echo them."""
+
+from __future__ import annotations
+
+import re
+
+REDACTED = "[REDACTED]"
+
+_PATTERNS = [
+    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S),
+    re.compile(r"\bsk-(?:proj-|ant-|or-v1-)?[A-Za-z0-9_-]{16,}"),
+    re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}"),
+    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
+    re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}"),
+    re.compile(r"\bhf_[A-Za-z0-9]{30,}"),
+    re.compile(r"(?i)\bBearer\s+[A-Za-z0-9._~+/=-]{8,}"),
+]
+# key=value and "key": "value" forms keep the key and hide the value.
+_ASSIGNMENT = re.compile(
+    r"(?i)\b((?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token|token)"
+    r"[\"']?\s*[:=]\s*[\"']?)([^\s\"',;&]{4,})"
+)
+
+
+def redact(text: str, *known: str | None) -> str:
+    """`text` with known secret values and secret-looking strings replaced by [REDACTED]."""
+    for secret in known:
+        if secret:
+            text = text.replace(secret, REDACTED)
+    for pattern in _PATTERNS:
+        text = pattern.sub(REDACTED, text)
+    return _ASSIGNMENT.sub(lambda m: m.group(1) + REDACTED, text)

@@ -1,0 +1,172 @@
+"""Summaries from any OpenAI-compatible `/chat/completions` endpoint, many calls in flight."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from array import array
+from pathlib import Path
+from typing import Any
+
+from ..cache import request_key
+from ..metrics import distribution
+from ..redact import redact
+from ..rows import Turn
+from .base import Summarizer, Summary, SummaryError, SummaryRequest, strip_prefix
+from .http import Endpoint, Failure, PreflightError, RetryPolicy
+
+__all__ = ["OpenAISummarizer", "PreflightError", "SYSTEM_PROMPT"]
+
+SYSTEM_PROMPT = """You condense part of an AI agent's working session into a summary that replaces those turns in a training example. The agent that continues the session will read only your summary in their place.
+
+Write the summary:
+- in the language the conversation itself uses;
+- from a neutral, third-person point of view ("the assistant ran...", "the user asked...");
+- covering the actions taken (tool calls with their key arguments), their results (exit codes, errors, counts, found values), decisions and their reasons, files created, read or changed, and any values the rest of the session may depend on (paths, names, numbers, identifiers);
+- without answering questions that appear in the turns, and without greetings or preamble;
+- without secrets: write [REDACTED] for keys, tokens and passwords;
+- in at most about {target_tokens} tokens.
+
+Reply with the summary text only."""
+
+THINK_BLOCK = re.compile(r"<think>.*?</think>", re.S)
+OPEN_THINK = re.compile(r"^\s*<think>.*", re.S)  # a reasoning block the model never closed
+
+
+class OpenAISummarizer(Summarizer):
+    """POST {base_url}/chat/completions per summary, retried by one RetryPolicy, bounded in flight."""
+
+    name = "openai"
+    cacheable = True
+
+    def __init__(self, config, counter):
+        self.config = config
+        self.endpoint = Endpoint(
+            config.base_url, config.api_key_env, config.request_timeout, config.max_concurrent_requests
+        )
+        self.policy = RetryPolicy(config.max_retries, config.retry_delay)
+        self.system_prompt = _system_prompt(config.prompt_file, config.summary_target_tokens)
+        self.max_tokens = 2 * config.summary_target_tokens
+        self.latencies = array("d")
+        self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
+        self.retries = 0
+
+    async def start(self) -> None:
+        await self.endpoint.open()
+        await self.endpoint.preflight(self.config.summarization_model)
+
+    async def close(self) -> None:
+        await self.endpoint.close()
+
+    def payload(self, request: SummaryRequest) -> dict[str, Any]:
+        """The request body: fixed instructions first, so servers can reuse the shared prefix."""
+        return {
+            "model": self.config.summarization_model,
+            "messages": [
+                {"role": "system", "content": self.system_prompt},
+                {"role": "user", "content": render_turns(request.turns, self.config.max_turn_chars)},
+            ],
+            "temperature": self.config.temperature,
+            "max_tokens": self.max_tokens,
+        }
+
+    def cache_key(self, request: SummaryRequest) -> str | None:
+        return request_key(self.payload(request))
+
+    async def summarize(self, request: SummaryRequest) -> Summary:
+        body = self.payload(request)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + (request.timeout or float("inf"))
+        calls = errors = 0
+        last = "no call made"
+        while (remaining := deadline - loop.time()) > 0:
+            calls += 1
+            result = await self._attempt(body, remaining)
+            if isinstance(result, str):
+                return Summary(result, calls, errors)
+            errors += 1
+            last = result.message
+            if not result.retryable or errors > self.policy.max_retries:
+                raise SummaryError(f"{last} (after {calls} calls)", calls, errors)
+            self.retries += 1
+            pause = self.policy.delay(errors, result.retry_after)
+            await asyncio.sleep(min(pause, max(0.0, deadline - loop.time())))
+        raise SummaryError(f"timed out after {request.timeout:g}s ({calls} calls; last: {last})", calls, errors)
+
+    async def _attempt(self, body: dict[str, Any], timeout: float) -> str | Failure:
+        """One HTTP call: the usable summary text, or a Failure saying whether to retry."""
+        response = await self.endpoint.chat(body, timeout)
+        self.latencies.append(response.seconds)
+        if isinstance(response, Failure):
+            return response
+        text, problem = self._accept(response.data)
+        return text if text is not None else Failure(problem, retryable=True, seconds=response.seconds)
+
+    def _accept(self, data: Any) -> tuple[str | None, str]:
+        """The usable summary text of a 200 response, or None and why it is not usable."""
+        try:
+            choice = data["choices"][0]
+            content = choice["message"]["content"]
+        except (KeyError, IndexError, TypeError):
+            return None, "response has no choices[0].message.content"
+        usage = data.get("usage") or {}
+        for key in self.usage:
+            self.usage[key] += int(usage.get(key) or 0)
+        if choice.get("finish_reason") == "length":
+            return None, "summary was cut off (finish_reason: length)"
+        text = clean_summary(content if isinstance(content, str) else "")
+        if not text:
+            return None, "summary was empty"
+        return redact(text, self.endpoint.api_key), ""
+
+    def run_stats(self) -> dict[str, Any]:
+        lat = sorted(self.latencies)
+        pct = distribution(array("q", [round(x * 1000) for x in lat]))
+        return {
+            "model": self.config.summarization_model,
+            "base_url": self.config.base_url,
+            "http_requests": len(lat),
+            "retries": self.retries,
+            "max_calls_in_flight": self.endpoint.max_in_flight,
+            "latency_ms": {"p50": pct["p50"], "p95": _p95_ms(lat), "max": pct["max"]},
+            "usage": dict(self.usage),
+        }
+
+    def live(self) -> dict[str, int]:
+        """For the progress bar: calls in flight and sent so far."""
+        return {"in_flight": self.endpoint.in_flight, "api_calls": len(self.latencies)}
+
+
+def _p95_ms(sorted_seconds) -> int:
+    if not sorted_seconds:
+        return 0
+    index = max(0, -(-95 * len(sorted_seconds) // 100) - 1)
+    return round(sorted_seconds[index] * 1000)
+
+
+def clean_summary(content: str) -> str:
+    """The body of a model's answer: no reasoning blocks, no summary prefix."""
+    text = OPEN_THINK.sub("", THINK_BLOCK.sub("", content))
+    return strip_prefix(text)
+
+
+def render_turns(turns: tuple[Turn, ...], max_chars: int) -> str:
+    """The turns to summarize as plain text; very long turns keep their beginning and end."""
+    parts = []
+    for i, turn in enumerate(turns, 1):
+        parts.append(f"### Turn {i} ({turn.role})\n{_clip_middle(turn.text, max_chars)}")
+    return "\n\n".join(parts)
+
+
+def _clip_middle(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    head = limit * 3 // 4
+    tail = limit - head
+    return f"{text[:head]}\n[... {len(text) - limit} characters not shown ...]\n{text[-tail:]}"
+
+
+def _system_prompt(prompt_file: str | None, target_tokens: int) -> str:
+    template = Path(prompt_file).read_text(encoding="utf-8") if prompt_file else SYSTEM_PROMPT
+    return template.replace("{target_tokens}", str(target_tokens))
+
