@@ -36,11 +36,14 @@ def _fail(message: str, code: int = EXIT_USAGE) -> None:
 
 @app.command()
 def compress(
-    input: Path = typer.Argument(..., help="A .jsonl file, or a directory of .jsonl files.", show_default=False),
+    inputs: list[str] = typer.Argument(
+        ..., help="Input files (.jsonl, .jsonl.gz, .jsonl.zst, .json, .parquet), directories (searched "
+        "recursively) or quoted globs.", show_default=False, metavar="INPUT...",
+    ),
     output: Optional[Path] = typer.Option(
         None, "-o", "--output",
-        help="Output file (for a file input) or directory (for a directory input). "
-        "Default: <stem>_compressed.jsonl beside the file, <dir>_compressed/ beside the directory.",
+        help="Output file (one input file) or directory (a directory or several inputs; mirrors the input tree). "
+        "Default: <stem>_compressed.<ext> beside the file, <dir>_compressed/ beside the directory.",
     ),
     config: Optional[Path] = typer.Option(None, "-c", "--config", help="YAML config (see configs/default.yaml)."),
     target_max_tokens: Optional[int] = typer.Option(None, help="Token budget per row.", min=1),
@@ -62,14 +65,28 @@ def compress(
         None, help="When no summary can be had: keep (row unchanged, flagged), extractive (offline fallback) or reject."
     ),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the summary cache."),
-    sample_percent: float = typer.Option(100.0, help="Process a deterministic sample of this percent of rows.", min=0, max=100),
+    input_format: str = typer.Option("auto", help="Row schema: auto, sharegpt (conversations) or openai (messages)."),
+    output_format: Optional[str] = typer.Option(
+        None, help="Output file type (.jsonl, .jsonl.gz, .jsonl.zst, .json, .parquet); default: the output's suffix."
+    ),
+    sample_percent: float = typer.Option(100.0, help="Take a deterministic sample of this percent of rows.", min=0, max=100),
     seed: int = typer.Option(0, help="Seed of the sample."),
+    num_shards: int = typer.Option(1, help="Split the rows into this many disjoint shards...", min=1),
+    shard_index: int = typer.Option(0, help="...and process this one (0-based).", min=0),
+    limit: Optional[int] = typer.Option(None, help="Stop after this many rows taken.", min=0),
+    restart: bool = typer.Option(False, "--restart", help="Discard an interrupted run's progress and start over."),
+    checkpoint_rows: int = typer.Option(1000, help="Input rows per checkpointed part.", min=1),
     dry_run: bool = typer.Option(False, "--dry-run", help="Read, count and plan only: no summaries, nothing written."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no text report."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
 ) -> None:
-    """Compress every row over the token budget; write rows, a metrics report and any rejects."""
+    """Compress every row over the token budget; write rows, a metrics report and any rejects.
+
+    An interrupted run (Ctrl-C, kill -9, a crash) resumes when the same command is run again.
+    """
     from .paths import resolve
+    from .pipeline import RunOptions
+    from .selection import Selection
 
     try:
         cfg = load_config(
@@ -90,44 +107,63 @@ def compress(
             on_failure=on_failure,
             cache=False if no_cache else None,
         )
-        spec = resolve(input, output, cfg, sample_percent=sample_percent, seed=seed, quiet=quiet or as_json)
+        if shard_index >= num_shards:
+            raise ConfigError(f"--shard-index must be below --num-shards ({shard_index} >= {num_shards})")
+        if input_format not in ("auto", "sharegpt", "openai"):
+            raise ConfigError(f"--input-format must be auto, sharegpt or openai, got {input_format!r}")
+        shard = (shard_index, num_shards) if num_shards > 1 else None
+        layout = resolve(inputs, output, cfg, _dotted(output_format), shard)
+        options = RunOptions(
+            Selection(sample_percent, seed, num_shards, shard_index, limit),
+            input_format, quiet or as_json, checkpoint_rows, restart,
+        )
         counter = TokenCounter(cfg.tokenizer_name, cfg.trust_remote_code)
     except (ConfigError, TokenizerLoadError) as exc:
         _fail(str(exc))
     if dry_run:
-        _dry_run(spec, counter, cfg, quiet, as_json)
+        _dry_run(layout, options, counter, cfg, quiet, as_json)
         return
-    _compress(spec, counter, cfg, quiet, as_json)
+    _compress(layout, options, counter, cfg, quiet, as_json)
 
 
-def _dry_run(spec, counter, cfg, quiet: bool, as_json: bool) -> None:
+def _dotted(suffix: str | None) -> str | None:
+    return None if suffix is None or suffix.startswith(".") else "." + suffix
+
+
+def _dry_run(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None:
     from .estimate import estimate
     from .planner import PlanParams
     from .render import render_estimate
 
-    result = estimate(spec, counter, PlanParams.from_config(cfg)).to_dict()
+    result = estimate(layout.files, options.selection, counter, PlanParams.from_config(cfg)).to_dict()
     if as_json:
         typer.echo(json.dumps(result, indent=2))
     elif not quiet:
         typer.echo(render_estimate(result))
 
 
-def _compress(spec, counter, cfg, quiet: bool, as_json: bool) -> None:
+def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None:
     from .pipeline import Runner, build_compressor
     from .render import render_report
     from .summarizers.http import PreflightError
 
     try:
-        compressor = build_compressor(cfg, counter, spec)
-        result = asyncio.run(Runner(cfg, compressor, spec).run())
+        compressor = build_compressor(cfg, counter, layout)
+        result = asyncio.run(Runner(cfg, compressor, layout, options).run())
     except ConfigError as exc:
         _fail(str(exc))
     except PreflightError as exc:
         _fail(str(exc), code=1)
+    except KeyboardInterrupt:
+        typer.echo(
+            f"trajcomp: interrupted; finished parts are kept in {layout.work}. "
+            "Run the same command again to resume.", err=True,
+        )
+        raise typer.Exit(130)
     if as_json:
         typer.echo(json.dumps(result.report, indent=2, ensure_ascii=False))
     elif not quiet:
-        typer.echo(render_report(result.report, str(spec.report)))
+        typer.echo(render_report(result.report, str(layout.report)))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -9,9 +9,10 @@ from itertools import islice
 from typing import Any, Iterable, Iterator
 
 from .compressor import SHAREGPT
-from .formats import Record, open_reader
+from .formats import Record, format_for
 from .metrics import distribution
-from .pipeline import RunSpec, sampled
+from .paths import FileJob
+from .selection import Selection
 from .planner import Decision, PlanParams, plan
 from .rows import RowError
 from .tokens import TokenCounter
@@ -24,7 +25,7 @@ class Estimate:
     params: PlanParams
     decisions: Counter = field(default_factory=Counter)
     rejects: Counter = field(default_factory=Counter)
-    not_sampled: int = 0
+    not_taken: Counter = field(default_factory=Counter)
     before: array = field(default_factory=lambda: array("q"))
     after: array = field(default_factory=lambda: array("q"))
 
@@ -41,7 +42,8 @@ class Estimate:
             "rows": len(self.before),
             "rows_rejected": sum(self.rejects.values()),
             "reject_reasons": dict(sorted(self.rejects.items())),
-            "rows_not_sampled": self.not_sampled,
+            "rows_not_sampled": self.not_taken["not_sampled"],
+            "rows_other_shards": self.not_taken["other_shards"],
             "target_max_tokens": target,
             "over_target": sum(1 for t in self.before if t > target),
             "would_fit_after_compression": sum(1 for b, a in zip(self.before, self.after) if b > target >= a),
@@ -54,10 +56,10 @@ class Estimate:
         }
 
 
-def estimate(spec: RunSpec, counter: TokenCounter, params: PlanParams) -> Estimate:
-    """Plan every sampled row of the run; the after-figures assume summaries of exactly the target size."""
+def estimate(files: Iterable[FileJob], selection: Selection, counter: TokenCounter, params: PlanParams) -> Estimate:
+    """Plan every selected row; the after-figures assume summaries of exactly the target size."""
     result = Estimate(params)
-    for chunk in _chunks(_valid_turns(spec, result), BATCH_ROWS):
+    for chunk in _chunks(_valid_turns(files, selection, result), BATCH_ROWS):
         counts = iter(counter.count([t.text for turns in chunk for t in turns]))
         for turns in chunk:
             row_counts = list(islice(counts, len(turns)))
@@ -66,12 +68,17 @@ def estimate(spec: RunSpec, counter: TokenCounter, params: PlanParams) -> Estima
     return result
 
 
-def _valid_turns(spec: RunSpec, result: Estimate) -> Iterator[list]:
-    for job in spec.files:
-        for record in open_reader(job.input):
-            if not sampled(record, spec.sample_percent, spec.seed):
-                result.not_sampled += 1
+def _valid_turns(files: Iterable[FileJob], selection: Selection, result: Estimate) -> Iterator[list]:
+    taken = 0
+    for job in files:
+        for record in format_for(job.input).read(job.input):
+            if selection.limit is not None and taken >= selection.limit:
+                return
+            verdict = selection.verdict(job.key, record.line)
+            if verdict is not None:
+                result.not_taken[verdict] += 1
                 continue
+            taken += 1
             try:
                 yield _turns(record)
             except RowError as exc:

@@ -104,7 +104,7 @@ class Aggregate:
     after: array = field(default_factory=lambda: array("q"))
     reject_reasons: Counter = field(default_factory=Counter)
     not_sampled: int = 0
-    blank_lines: int = 0
+    other_shards: int = 0
 
     def add(self, m: RowMetrics) -> None:
         self.outcomes[m.outcome.value] += 1
@@ -124,6 +124,28 @@ class Aggregate:
         if metrics is not None:
             self.api_calls += metrics.summarization_api_calls
             self.errors += metrics.summarization_errors
+
+    def to_state(self) -> dict[str, Any]:
+        """Everything, as JSON-able data: a part's checkpoint keeps its rows' share of the report."""
+        state = {k: v for k, v in vars(self).items() if not isinstance(v, (array, Counter))}
+        return {
+            **state,
+            "outcomes": dict(self.outcomes),
+            "reject_reasons": dict(self.reject_reasons),
+            "before": self.before.tolist(),
+            "after": self.after.tolist(),
+        }
+
+    def merge(self, state: dict[str, Any]) -> None:
+        """Add a state from `to_state` (of another part) into this aggregate."""
+        for key, value in state.items():
+            current = getattr(self, key)
+            if isinstance(current, array):
+                current.extend(value)
+            elif isinstance(current, Counter):
+                current.update(value)
+            else:
+                setattr(self, key, current + value)
 
     @property
     def rows_written(self) -> int:
@@ -168,11 +190,11 @@ class Aggregate:
             },
             "distribution": {"before": distribution(self.before), "after": distribution(self.after)},
             "rows": {
-                "read": n + sum(self.reject_reasons.values()) + self.not_sampled,
+                "read": n + sum(self.reject_reasons.values()) + self.not_sampled + self.other_shards,
                 "written": n,
                 "rejected": sum(self.reject_reasons.values()),
                 "reject_reasons": dict(sorted(self.reject_reasons.items())),
                 "not_sampled": self.not_sampled,
-                "blank_lines_skipped": self.blank_lines,
+                "other_shards": self.other_shards,
             },
         }

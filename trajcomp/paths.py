@@ -1,50 +1,129 @@
-"""Where a run writes: outputs, report and rejects, derived from the input like the reference did."""
+"""Where a run reads and writes: input files, outputs, report, rejects, cache and work folder."""
 
 from __future__ import annotations
 
+import glob
+import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from .config import CompressionConfig, ConfigError
-from .formats import INPUT_SUFFIXES
-from .pipeline import FileJob, RunSpec
+from .formats import INPUT_SUFFIXES, OUTPUT_SUFFIXES, split_suffix
 
 
-def split_suffix(path: Path) -> tuple[str, str]:
-    """('data', '.jsonl') for data.jsonl; the longest known suffix wins (.jsonl.gz before .gz)."""
-    for suffix in sorted(INPUT_SUFFIXES, key=len, reverse=True):
-        if path.name.endswith(suffix) and len(path.name) > len(suffix):
-            return path.name[: -len(suffix)], suffix
-    return path.stem, path.suffix
+@dataclass(frozen=True)
+class FileJob:
+    input: Path
+    output: Path
+    key: str  # the input's path relative to its root: names it in samples, shards and reports
 
 
-def input_files(directory: Path) -> list[Path]:
-    return sorted(p for p in directory.iterdir() if p.is_file() and split_suffix(p)[1] in INPUT_SUFFIXES)
+@dataclass(frozen=True)
+class Layout:
+    files: list[FileJob]
+    report: Path
+    rejects: Path
+    cache: Path
+    work: Path  # checkpoints and finished parts; removed when the run completes
 
 
-def resolve(input_path: Path, output: Path | None, config: CompressionConfig, **spec_options) -> RunSpec:
-    """The RunSpec for one input file or directory; bad paths raise ConfigError (exit 2)."""
-    if not input_path.exists():
-        raise ConfigError(f"input not found: {input_path}")
-    if input_path.is_dir():
-        out_dir = output or input_path.with_name(input_path.name + config.output_suffix)
-        if out_dir.resolve() == input_path.resolve():
-            raise ConfigError(f"the output directory must differ from the input directory: {input_path}")
-        files = [FileJob(f, out_dir / f.name) for f in input_files(input_path)]
-        return RunSpec(
-            files, out_dir / config.metrics_output_file, out_dir / "rejects.jsonl", out_dir / "summary_cache.sqlite",
-            **spec_options,
-        )
-    stem, suffix = split_suffix(input_path)
+def expand_inputs(inputs: list[str]) -> list[tuple[Path, Path]]:
+    """(file, root) pairs: files as given, directories recursively, globs expanded; sorted per argument."""
+    found: list[tuple[Path, Path]] = []
+    for text in inputs:
+        path = Path(text)
+        if path.is_dir():
+            found.extend((f, path) for f in _data_files(path))
+        elif path.is_file():
+            found.append((path, path.parent))
+        elif glob.has_magic(text):
+            matches = sorted(Path(m) for m in glob.glob(text, recursive=True))
+            files = [m for m in matches if m.is_file() and split_suffix(m)[1] in INPUT_SUFFIXES]
+            if not files:
+                raise ConfigError(f"no input file matches {text}")
+            found.extend((f, Path(_glob_root(text))) for f in files)
+        else:
+            raise ConfigError(f"input not found: {text}")
+    return found
+
+
+def _data_files(directory: Path) -> list[Path]:
+    # Hidden files and folders are skipped: they hold trajcomp's own work files and temp outputs.
+    files = []
+    for root, dirs, names in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        files.extend(Path(root) / n for n in sorted(names) if not n.startswith("."))
+    return [f for f in files if split_suffix(f)[1] in INPUT_SUFFIXES]
+
+
+def _glob_root(pattern: str) -> str:
+    """The folder part of a glob before its first wildcard: outputs mirror the tree below it."""
+    parts = Path(pattern).parts
+    fixed = parts[: next(i for i, p in enumerate(parts) if glob.has_magic(p))]
+    return str(Path(*fixed)) if fixed else "."
+
+
+def resolve(
+    inputs: list[str],
+    output: Path | None,
+    config: CompressionConfig,
+    output_format: str | None = None,
+    shard: tuple[int, int] | None = None,
+) -> Layout:
+    """The Layout of a run; impossible combinations raise ConfigError (exit 2)."""
+    if output_format is not None and output_format not in OUTPUT_SUFFIXES:
+        raise ConfigError(f"unknown output format '{output_format}' (choose from {', '.join(OUTPUT_SUFFIXES)})")
+    pairs = expand_inputs(inputs)
+    single_file = len(inputs) == 1 and Path(inputs[0]).is_file()
+    if single_file:
+        return _single_file(pairs[0][0], output, config, output_format, shard)
+    if len(inputs) > 1 and output is None:
+        raise ConfigError("several inputs need -o OUTPUT_DIR")
+    out_dir = output or _with_shard(Path(inputs[0]).with_name(Path(inputs[0]).name + config.output_suffix), shard)
+    jobs = []
+    for file, root in pairs:
+        rel = file.relative_to(root)
+        stem, suffix = split_suffix(file)
+        jobs.append(FileJob(file, out_dir / rel.with_name(stem + (output_format or suffix)), str(rel)))
+    _check_distinct(jobs)
+    return Layout(
+        jobs, out_dir / config.metrics_output_file, out_dir / "rejects.jsonl",
+        out_dir / "summary_cache.sqlite", out_dir / ".trajcomp-work",
+    )
+
+
+def _single_file(path: Path, output, config, output_format, shard) -> Layout:
+    stem, suffix = split_suffix(path)
     if suffix not in INPUT_SUFFIXES:
-        raise ConfigError(f"unsupported input file type '{suffix}' ({input_path}); supported: {', '.join(INPUT_SUFFIXES)}")
-    out = output or input_path.with_name(stem + config.output_suffix + suffix)
-    if out.resolve() == input_path.resolve():
-        raise ConfigError(f"the output file must differ from the input file: {input_path}")
+        raise ConfigError(f"unsupported input file type '{suffix}' ({path}); supported: {', '.join(INPUT_SUFFIXES)}")
+    out_suffix = output_format or (suffix if suffix in OUTPUT_SUFFIXES else ".jsonl")
+    out = output or path.with_name(stem + config.output_suffix + _shard_tag(shard) + out_suffix)
     out_stem, _ = split_suffix(out)
-    return RunSpec(
-        [FileJob(input_path, out)],
+    job = FileJob(path, out, path.name)
+    _check_distinct([job])
+    return Layout(
+        [job],
         out.with_name(out_stem + "_metrics.json"),
         out.with_name(out_stem + "_rejects.jsonl"),
         out.with_name(out_stem + "_summary_cache.sqlite"),
-        **spec_options,
+        out.with_name(f".{out.name}.trajcomp-work"),
     )
+
+
+def _shard_tag(shard: tuple[int, int] | None) -> str:
+    return f".shard-{shard[0]}-of-{shard[1]}" if shard else ""
+
+
+def _with_shard(path: Path, shard: tuple[int, int] | None) -> Path:
+    return path.with_name(path.name + _shard_tag(shard))
+
+
+def _check_distinct(jobs: list[FileJob]) -> None:
+    seen: dict[Path, Path] = {}
+    for job in jobs:
+        out = job.output.resolve()
+        if out == job.input.resolve():
+            raise ConfigError(f"the output would overwrite the input: {job.input}")
+        if out in seen:
+            raise ConfigError(f"{seen[out]} and {job.input} would both be written to {job.output}")
+        seen[out] = job.input

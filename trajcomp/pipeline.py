@@ -1,46 +1,46 @@
-"""The run: read -> compress (a bounded window of rows in flight) -> write in input order -> report."""
+"""The run: read -> compress (a bounded window of rows in flight) -> write in input order -> report.
+
+Rows are written in parts of `checkpoint_rows` input rows (see checkpoint.py); the final files
+are joined from the parts, so a resumed run writes the same bytes as one never interrupted.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from itertools import islice
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Iterator
 
 from . import __version__
 from .cache import CachedSummarizer, SummaryCache
+from .checkpoint import WorkDir
 from .compressor import SHAREGPT, TrajectoryCompressor
 from .config import CompressionConfig
-from .formats import AtomicFile, Record, open_reader, open_writer
-from .formats.jsonl import JsonlWriter
+from .formats import AtomicFile, Record, format_for
+from .formats.jsonl import JSONL
 from .metrics import Aggregate, Outcome, RowMetrics
+from .paths import FileJob, Layout
 from .progress import Progress
 from .rows import RowError
+from .selection import Selection
 from .summarizers import make_summarizer
 
-
-@dataclass(frozen=True)
-class FileJob:
-    input: Path
-    output: Path
+# Settings that change how fast a run goes but never what it writes: a resume may change them.
+_SPEED_ONLY = {"num_workers", "max_concurrent_requests", "cache"}
 
 
 @dataclass(frozen=True)
-class RunSpec:
-    """Where a run reads and writes, and which rows it takes."""
-
-    files: list[FileJob]
-    report: Path
-    rejects: Path
-    cache: Path
-    sample_percent: float = 100.0
-    seed: int = 0
+class RunOptions:
+    selection: Selection = field(default_factory=Selection)
+    input_format: str = "auto"
     quiet: bool = False
+    checkpoint_rows: int = 1000
+    restart: bool = False
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,12 @@ class Rejected:
         row = {"source": self.record.source, "line": self.record.line, "reason": self.reason, "detail": self.detail}
         if self.metrics is not None:
             row["compression_metrics"] = self.metrics.to_dict()
-        return {**row, "raw": self.record.raw}
+        return {**row, "raw": self.record.raw_text()}
+
+
+@dataclass(frozen=True)
+class Skipped:
+    reason: str  # not_sampled | other_shards
 
 
 @dataclass
@@ -69,21 +74,37 @@ class RunResult:
     aggregate: Aggregate = field(repr=False)
 
 
-def build_compressor(config: CompressionConfig, counter, spec: RunSpec) -> TrajectoryCompressor:
+@dataclass
+class _Part:
+    """The results of one part's input rows, until the part is written."""
+
+    index: int
+    records: int = 0
+    taken: int = 0
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    rejects: list[dict[str, Any]] = field(default_factory=list)
+    aggregate: Aggregate = field(default_factory=Aggregate)
+
+    def add(self, result: Written | Rejected | Skipped) -> None:
+        self.records += 1
+        if isinstance(result, Skipped):
+            setattr(self.aggregate, result.reason, getattr(self.aggregate, result.reason) + 1)
+            return
+        self.taken += 1
+        if isinstance(result, Written):
+            self.rows.append(result.row)
+            self.aggregate.add(result.metrics)
+        else:
+            self.rejects.append(result.to_row())
+            self.aggregate.add_reject(result.reason, result.metrics)
+
+
+def build_compressor(config: CompressionConfig, counter, layout: Layout) -> TrajectoryCompressor:
     """The compressor for a run, its summarizer behind the summary cache when that is worth it."""
     summarizer = make_summarizer(config.summarizer, config, counter)
     if config.cache and summarizer.cacheable:
-        summarizer = CachedSummarizer(summarizer, SummaryCache(spec.cache))
+        summarizer = CachedSummarizer(summarizer, SummaryCache(layout.cache))
     return TrajectoryCompressor(config, counter, summarizer)
-
-
-def sampled(record: Record, percent: float, seed: int) -> bool:
-    """A deterministic per-row draw, the same on every machine and in every shard."""
-    if percent >= 100:
-        return True
-    key = f"{seed}:{Path(record.source).name}:{record.line}".encode()
-    draw = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big") / 2**64
-    return draw * 100 < percent
 
 
 async def ordered_map(items: Iterable, fn: Callable[[Any], Awaitable], window: int) -> AsyncIterator:
@@ -102,91 +123,150 @@ async def ordered_map(items: Iterable, fn: Callable[[Any], Awaitable], window: i
 
 
 class Runner:
-    """One run over many files with one compressor; owns the aggregate and the rejects file."""
+    """One run over many files with one compressor."""
 
-    def __init__(self, config: CompressionConfig, compressor: TrajectoryCompressor, spec: RunSpec):
+    def __init__(self, config: CompressionConfig, compressor: TrajectoryCompressor, layout: Layout, options: RunOptions):
         self.config = config
         self.compressor = compressor
-        self.spec = spec
-        self.aggregate = Aggregate()
+        self.layout = layout
+        self.options = options
         self.window = max(8, 2 * config.max_concurrent_requests)
+        self.work = WorkDir(layout.work, self.fingerprint())
+        self.progress: Progress | None = None
+        self.resumed_rows = 0
 
-    async def process(self, record: Record) -> Written | Rejected:
-        if record.error is not None:
-            return Rejected(record, record.error.reason, record.error.detail)
-        try:
-            native = SHAREGPT.native_turns(record.row)
-        except RowError as exc:
-            return Rejected(record, exc.reason, exc.detail)
-        turns, metrics = await self.compressor.compress_turns(native, SHAREGPT)
-        if metrics.outcome is Outcome.FAILED and self.config.on_failure == "reject":
-            return Rejected(record, "summary_failed", metrics.error or "", metrics)
-        if metrics.still_over_limit and not self.config.save_over_limit:
-            return Rejected(record, "still_over_limit", f"{metrics.compressed_tokens} tokens", metrics)
-        row = SHAREGPT.with_turns(record.row, turns) if turns is not native else dict(record.row)
-        if self.config.metrics_per_trajectory:
-            row["compression_metrics"] = metrics.to_dict()
-        return Written(row, metrics)
-
-    async def run_file(self, job: FileJob, rejects: JsonlWriter) -> None:
-        records = (r for r in open_reader(job.input) if self._take(r))
-        with open_writer(job.output) as out:
-            async for result in ordered_map(records, self.process, self.window):
-                if isinstance(result, Written):
-                    out.write(result.row)
-                    self.aggregate.add(result.metrics)
-                else:
-                    rejects.write(result.to_row())
-                    self.aggregate.add_reject(result.reason, result.metrics)
-                self.progress.update(_progress_kind(result))
-
-    def _take(self, record: Record) -> bool:
-        if sampled(record, self.spec.sample_percent, self.spec.seed):
-            return True
-        self.aggregate.not_sampled += 1
-        return False
+    def fingerprint(self) -> dict[str, Any]:
+        """What must not change between an interrupted run and its resume."""
+        config = {s: {k: v for k, v in keys.items() if k not in _SPEED_ONLY} for s, keys in self.config.to_sections().items()}
+        return {
+            "trajcomp_version": __version__,
+            "inputs": [[str(j.input), j.input.stat().st_size, j.input.stat().st_mtime_ns] for j in self.layout.files],
+            "outputs": [str(j.output) for j in self.layout.files],
+            "config": config,
+            "selection": self.options.selection.as_dict(),
+            "input_format": self.options.input_format,
+            "checkpoint_rows": self.options.checkpoint_rows,
+        }
 
     async def run(self) -> RunResult:
         started, clock = datetime.now(timezone.utc), time.monotonic()
         try:
             await self.compressor.start()  # preflight: a dead endpoint stops the run before any file exists
-            with Progress(disable=self.spec.quiet, live=self.compressor.summarizer.live) as self.progress:
-                await self._run_files()
+            self.work.open(self.options.restart)
+            with Progress(disable=self.options.quiet, live=self.compressor.summarizer.live) as self.progress:
+                for index, job in enumerate(self.layout.files):
+                    await self.run_file(index, job)
         finally:
             await self.compressor.close()
-        report = self.build_report(started, time.monotonic() - clock)
-        write_json(self.spec.report, report)
-        return RunResult(report, self.aggregate)
+        aggregate = self.finish()
+        report = self.build_report(aggregate, started, time.monotonic() - clock)
+        write_json(self.layout.report, report)
+        self.work.remove()
+        return RunResult(report, aggregate)
 
-    async def _run_files(self) -> None:
-        rejects = JsonlWriter(self.spec.rejects)
+    async def run_file(self, index: int, job: FileJob) -> None:
+        if self.work.is_file_done(index):
+            return
+        done = self.work.finished_parts(index)
+        skip = sum(c["records"] for c in done)
+        self.resumed_rows += skip
+        reader = format_for(job.input)
+        writer = format_for(job.output)
+        schema = reader.schema(job.input)
+        taken = sum(c["taken"] for c in done)
+        items = self._selected(job, islice(reader.read(job.input), skip, None), taken)
+        part = _Part(len(done))
+        async for result in ordered_map(items, self.process, self.window):
+            part.add(result)
+            self._show(result)
+            if part.records == self.options.checkpoint_rows:
+                self._write_part(index, part, writer, schema)
+                part = _Part(part.index + 1)
+        if part.records:
+            self._write_part(index, part, writer, schema)
+        parts = [self.work.part(index, i, writer.suffix) for i in range(len(self.work.finished_parts(index)))]
+        parts = [p for p in parts if p.exists()]  # a part whose rows were all rejected has no output
+        writer.join(parts, job.output, schema)
+        self.work.mark_file_done(index)
+        for p in parts:  # the joined file holds them now; only the checkpoints are still needed
+            p.unlink()
+
+    def _selected(self, job: FileJob, records: Iterator[Record], taken: int) -> Iterator[tuple[Record, str | None]]:
+        """Each record with why it is not taken (None when it is); stops after --limit taken rows."""
+        selection = self.options.selection
+        for record in records:
+            if selection.limit is not None and taken >= selection.limit:
+                return
+            verdict = selection.verdict(job.key, record.line)
+            taken += verdict is None
+            yield record, verdict
+
+    def _write_part(self, file_index: int, part: _Part, writer, schema) -> None:
+        if part.rows:
+            writer.write_part(self.work.part(file_index, part.index, writer.suffix), part.rows, schema)
+        if part.rejects:
+            JSONL.write_part(self.work.part(file_index, part.index, ".rejects.jsonl"), part.rejects)
+        checkpoint = {"records": part.records, "taken": part.taken, "aggregate": part.aggregate.to_state()}
+        self.work.finish_part(file_index, part.index, checkpoint)  # last: this is what makes the part count
+
+    async def process(self, item: tuple[Record, str | None]) -> Written | Rejected | Skipped:
+        record, verdict = item
+        if verdict is not None:
+            return Skipped(verdict)
+        if record.error is not None:
+            return Rejected(record, record.error.reason, record.error.detail)
         try:
-            for job in self.spec.files:
-                await self.run_file(job, rejects)
-        except BaseException:
-            rejects.abort()
-            raise
-        self._finish_rejects(rejects)
+            adapter = SHAREGPT
+            native = adapter.native_turns(record.row)
+        except RowError as exc:
+            return Rejected(record, exc.reason, exc.detail)
+        turns, metrics = await self.compressor.compress_turns(native, adapter)
+        if metrics.outcome is Outcome.FAILED and self.config.on_failure == "reject":
+            return Rejected(record, "summary_failed", metrics.error or "", metrics)
+        if metrics.still_over_limit and not self.config.save_over_limit:
+            return Rejected(record, "still_over_limit", f"{metrics.compressed_tokens} tokens", metrics)
+        row = adapter.with_turns(record.row, turns) if turns is not native else dict(record.row)
+        if self.config.metrics_per_trajectory:
+            row["compression_metrics"] = metrics.to_dict()
+        return Written(row, metrics)
 
-    def _finish_rejects(self, rejects: JsonlWriter) -> None:
+    def _show(self, result: Written | Rejected | Skipped) -> None:
+        if isinstance(result, Rejected):
+            self.progress.update("rejected")
+        elif isinstance(result, Written):
+            outcome = result.metrics.outcome
+            kind = {Outcome.COMPRESSED: "compressed", Outcome.FAILED: "failed"}.get(outcome, "skipped")
+            self.progress.update(kind)
+
+    def finish(self) -> Aggregate:
+        """The run's aggregate from every part's checkpoint, and the rejects file joined from the parts."""
+        aggregate = Aggregate()
+        for checkpoint in self.work.all_checkpoints(len(self.layout.files)):
+            aggregate.merge(checkpoint["aggregate"])
+        rejects = [
+            self.work.part(f, p, ".rejects.jsonl")
+            for f in range(len(self.layout.files))
+            for p in range(len(self.work.finished_parts(f)))
+        ]
+        rejects = [r for r in rejects if r.exists()]
         # A rejects file exists exactly when rows were rejected: a stale one would mislead.
-        if self.aggregate.reject_reasons:
-            rejects.commit()
+        if rejects:
+            JSONL.join(rejects, self.layout.rejects)
         else:
-            rejects.abort()
-            self.spec.rejects.unlink(missing_ok=True)
+            self.layout.rejects.unlink(missing_ok=True)
+        return aggregate
 
-    def build_report(self, started: datetime, seconds: float) -> dict[str, Any]:
-        sections = self.aggregate.sections()
+    def build_report(self, aggregate: Aggregate, started: datetime, seconds: float) -> dict[str, Any]:
+        sections = aggregate.sections()
         rows = sections.pop("rows")
         distribution = sections.pop("distribution")
-        handled = rows["written"] + rows["rejected"]
+        handled = rows["read"] - self.resumed_rows
         return {
             **sections,
             "summarization": {
                 "summarizer": self.config.summarizer,
-                "api_calls": self.aggregate.api_calls,
-                "errors": self.aggregate.errors,
+                "api_calls": aggregate.api_calls,
+                "errors": aggregate.errors,
                 **self.compressor.summarizer.run_stats(),
             },
             "processing": {
@@ -194,11 +274,12 @@ class Runner:
                 "started_at": started.isoformat(timespec="seconds"),
                 "duration_seconds": round(seconds, 3),
                 "rows_per_second": round(handled / seconds, 2) if seconds > 0 else 0.0,
-                "inputs": [str(j.input) for j in self.spec.files],
-                "outputs": [str(j.output) for j in self.spec.files],
-                "rejects_file": str(self.spec.rejects) if rows["rejected"] else None,
-                "sample_percent": self.spec.sample_percent,
-                "seed": self.spec.seed,
+                "inputs": [str(j.input) for j in self.layout.files],
+                "outputs": [str(j.output) for j in self.layout.files],
+                "rejects_file": str(self.layout.rejects) if rows["rejected"] else None,
+                "resumed": self.work.resumed,
+                "rows_from_checkpoint": self.resumed_rows,
+                "selection": self.options.selection.as_dict(),
                 "max_rows_in_flight": self.window,
             },
             "rows": rows,
@@ -206,15 +287,6 @@ class Runner:
             "tokenizer": vars(self.compressor.counter.info),
             "config": self.config.to_sections(),
         }
-
-
-def _progress_kind(result: Written | Rejected) -> str:
-    if isinstance(result, Rejected):
-        return "rejected"
-    outcome = result.metrics.outcome
-    if outcome is Outcome.COMPRESSED:
-        return "compressed"
-    return "failed" if outcome is Outcome.FAILED else "skipped"
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:

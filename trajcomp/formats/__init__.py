@@ -1,18 +1,35 @@
-"""Readers and writers, streaming: a reader yields Records, a writer takes rows."""
+"""Readers and writers by file suffix: a reader streams Records, a writer writes parts then joins them.
 
-from .base import AtomicFile, Record
-from .jsonl import JsonlWriter, read_jsonl
+Output is written in parts (each a complete file for a fixed range of input rows) and joined
+into the final file at the end: that is what lets a killed run resume with identical bytes.
+"""
 
-__all__ = ["AtomicFile", "Record", "JsonlWriter", "read_jsonl", "open_reader", "open_writer", "INPUT_SUFFIXES"]
+from __future__ import annotations
 
-INPUT_SUFFIXES = (".jsonl",)
+from pathlib import Path
+
+from .base import AtomicFile, Format, Record
+from .jsonl import JSONL
+
+__all__ = ["AtomicFile", "Format", "Record", "FORMATS", "INPUT_SUFFIXES", "OUTPUT_SUFFIXES", "format_for", "split_suffix"]
+
+FORMATS: dict[str, Format] = {".jsonl": JSONL}
+
+INPUT_SUFFIXES = tuple(FORMATS)
+OUTPUT_SUFFIXES = tuple(s for s, f in FORMATS.items() if f.writable)
 
 
-def open_reader(path):
-    """Records of the file at `path`, chosen by its suffix."""
-    return read_jsonl(path)
+def split_suffix(path: Path) -> tuple[str, str]:
+    """('data', '.jsonl.gz') for data.jsonl.gz: the longest known suffix wins."""
+    for suffix in sorted(FORMATS, key=len, reverse=True):
+        if path.name.endswith(suffix) and len(path.name) > len(suffix):
+            return path.name[: -len(suffix)], suffix
+    return path.stem, path.suffix
 
 
-def open_writer(path):
-    """A writer for `path`, chosen by its suffix; nothing appears at `path` until it is committed."""
-    return JsonlWriter(path)
+def format_for(path: Path, override: str | None = None) -> Format:
+    """The format of `path` by its suffix, or the named one (e.g. '.parquet') when given."""
+    suffix = override if override is not None else split_suffix(Path(path))[1]
+    if suffix not in FORMATS:
+        raise ValueError(f"unsupported file type '{suffix}' ({path}); supported: {', '.join(FORMATS)}")
+    return FORMATS[suffix]

@@ -1,11 +1,12 @@
-"""What every format shares: the record a reader yields and the write-then-rename file."""
+"""What every format shares: the record a reader yields, the format interface, write-then-rename files."""
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Iterator, Sequence
 
 from ..rows import RowError
 
@@ -15,10 +16,38 @@ class Record:
     """One input row as read: parsed, or the reason it could not be."""
 
     source: str
-    line: int  # 1-based line (JSONL) or row number (columnar formats)
-    raw: str  # the text as read, kept for the rejects file
+    line: int  # 1-based line (JSONL), element (JSON array) or row number (Parquet)
+    raw: str | None  # the row as read, for the rejects file; None where the parsed row says it all
     row: dict[str, Any] | None = None
     error: RowError | None = None
+
+    def raw_text(self) -> str:
+        if self.raw is not None:
+            return self.raw
+        return json.dumps(self.row, ensure_ascii=False, default=str)
+
+
+class Format:
+    """A file format: stream its rows in, write rows out as parts and join the parts."""
+
+    suffix: str = ""
+    writable: bool = True
+
+    def read(self, path: Path) -> Iterator[Record]:
+        """Every row of the file in order; unreadable rows come as Records with an error."""
+        raise NotImplementedError
+
+    def schema(self, path: Path) -> Any:
+        """The input's own column types, for a writer that can keep them (None when it has none)."""
+        return None
+
+    def write_part(self, path: Path, rows: Sequence[dict[str, Any]], schema: Any = None) -> None:
+        """`rows` as one complete file at `path` (atomically)."""
+        raise NotImplementedError
+
+    def join(self, parts: Sequence[Path], dest: Path, schema: Any = None) -> None:
+        """The parts, in order, as one file at `dest` (atomically); an empty list gives an empty file."""
+        raise NotImplementedError
 
 
 class AtomicFile:
@@ -48,3 +77,12 @@ class AtomicFile:
             self.commit()
         else:
             self.abort()
+
+
+def concat_files(parts: Sequence[Path], dest: Path) -> None:
+    """Byte-for-byte concatenation (valid for JSON Lines, gzip members and zstd frames)."""
+    with AtomicFile(dest) as out:
+        for part in parts:
+            with open(part, "rb") as src:
+                while chunk := src.read(1 << 20):
+                    out.handle.write(chunk)

@@ -4,19 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterator
+from typing import IO, Any, Iterable, Iterator, Sequence
 
 from ..rows import RowError
-from .base import AtomicFile, Record
-
-
-def read_jsonl(path: str | Path) -> Iterator[Record]:
-    """Records of a JSONL file; blank lines are skipped (they are not rows)."""
-    source = str(path)
-    with open(path, "rb") as handle:
-        for number, data in enumerate(handle, 1):
-            if data.strip():
-                yield parse_line(source, number, data)
+from .base import AtomicFile, Format, Record, concat_files
 
 
 def parse_line(source: str, number: int, data: bytes) -> Record:
@@ -30,18 +21,45 @@ def parse_line(source: str, number: int, data: bytes) -> Record:
         row = json.loads(raw)
     except ValueError as exc:
         return Record(source, number, raw, error=RowError("invalid_json", f"not valid JSON: {exc}"))
+    return as_record(source, number, raw, row)
+
+
+def as_record(source: str, number: int, raw: str, row: Any) -> Record:
     if not isinstance(row, dict):
         kind = type(row).__name__
-        return Record(source, number, raw, error=RowError("not_an_object", f"the line is a JSON {kind}, not an object"))
+        return Record(source, number, raw, error=RowError("not_an_object", f"the row is a JSON {kind}, not an object"))
     return Record(source, number, raw, row=row)
 
 
+def read_lines(source: str, handle: IO[bytes]) -> Iterator[Record]:
+    """Records of a binary stream of JSON Lines; blank lines are skipped (they are not rows)."""
+    for number, data in enumerate(handle, 1):
+        if data.strip():
+            yield parse_line(source, number, data)
+
+
 def dumps(row: Any) -> bytes:
-    return (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8")
+    # default=str: columnar inputs can hold values JSON has no type for (timestamps, decimals).
+    return (json.dumps(row, ensure_ascii=False, default=str) + "\n").encode("utf-8")
 
 
-class JsonlWriter(AtomicFile):
-    """Rows as JSON Lines, UTF-8, in the order they are written."""
+def encode_rows(rows: Iterable[dict[str, Any]]) -> bytes:
+    return b"".join(dumps(row) for row in rows)
 
-    def write(self, row: dict[str, Any]) -> None:
-        self.handle.write(dumps(row))
+
+class JsonlFormat(Format):
+    suffix = ".jsonl"
+
+    def read(self, path: Path) -> Iterator[Record]:
+        with open(path, "rb") as handle:
+            yield from read_lines(str(path), handle)
+
+    def write_part(self, path: Path, rows: Sequence[dict[str, Any]], schema: Any = None) -> None:
+        with AtomicFile(path) as out:
+            out.handle.write(encode_rows(rows))
+
+    def join(self, parts: Sequence[Path], dest: Path, schema: Any = None) -> None:
+        concat_files(parts, dest)
+
+
+JSONL = JsonlFormat()
