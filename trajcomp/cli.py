@@ -183,5 +183,13 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
+# Commands kept in their own modules; registered here so `python -m trajcomp.cli` has them too.
+from .compare import compare as _compare  # noqa: E402
+from .stats import stats as _stats  # noqa: E402
+
+app.command("stats")(_stats)
+app.command("compare")(_compare)
+
+
 if __name__ == "__main__":
     main()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from itertools import islice
 from typing import Any, Iterable, Iterator
 
@@ -21,6 +21,15 @@ BATCH_ROWS = 256  # rows counted per call to the tokenizer
 
 
 @dataclass
+class FileRows:
+    """One input file's rows: counted (valid) and rejected."""
+
+    path: str
+    rows: int = 0
+    rejected: int = 0
+
+
+@dataclass
 class Estimate:
     params: PlanParams
     decisions: Counter = field(default_factory=Counter)
@@ -28,6 +37,7 @@ class Estimate:
     not_taken: Counter = field(default_factory=Counter)
     before: array = field(default_factory=lambda: array("q"))
     after: array = field(default_factory=lambda: array("q"))
+    files: list[FileRows] = field(default_factory=list)
 
     def add(self, total: int, decision: Decision, region_tokens: int) -> None:
         self.decisions[decision.value] += 1
@@ -53,6 +63,7 @@ class Estimate:
             "summary_tokens_needed": calls * self.params.summary_target_tokens,
             "tokens_before": distribution(self.before),
             "tokens_after_estimate": distribution(self.after),
+            "files": [asdict(f) for f in self.files],
         }
 
 
@@ -71,6 +82,8 @@ def estimate(files: Iterable[FileJob], selection: Selection, counter: TokenCount
 def _valid_turns(files: Iterable[FileJob], selection: Selection, result: Estimate) -> Iterator[list]:
     taken = 0
     for job in files:
+        file_rows = FileRows(str(job.input))
+        result.files.append(file_rows)
         for record in format_for(job.input).read(job.input):
             if selection.limit is not None and taken >= selection.limit:
                 return
@@ -80,9 +93,13 @@ def _valid_turns(files: Iterable[FileJob], selection: Selection, result: Estimat
                 continue
             taken += 1
             try:
-                yield _turns(record)
+                turns = _turns(record)
             except RowError as exc:
                 result.rejects[exc.reason] += 1
+                file_rows.rejected += 1
+                continue
+            file_rows.rows += 1
+            yield turns
 
 
 def _turns(record: Record) -> list:

@@ -21,7 +21,8 @@ from .cache import CachedSummarizer, SummaryCache
 from .checkpoint import WorkDir
 from .compressor import SHAREGPT, TrajectoryCompressor
 from .config import CompressionConfig
-from .formats import AtomicFile, Record, format_for
+from .formats import AtomicFile, Format, Record, format_for
+from .formats.base import PartWriter
 from .formats.jsonl import JSONL
 from .metrics import Aggregate, Outcome, RowMetrics
 from .paths import FileJob, Layout
@@ -74,16 +75,17 @@ class RunResult:
     aggregate: Aggregate = field(repr=False)
 
 
-@dataclass
 class _Part:
-    """The results of one part's input rows, until the part is written."""
+    """One part of a file's output: rows stream into part files; the checkpoint makes it count."""
 
-    index: int
-    records: int = 0
-    taken: int = 0
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    rejects: list[dict[str, Any]] = field(default_factory=list)
-    aggregate: Aggregate = field(default_factory=Aggregate)
+    def __init__(self, work: WorkDir, file_index: int, index: int, writer: Format, schema: Any):
+        self.work, self.file_index, self.index = work, file_index, index
+        self.writer, self.schema = writer, schema
+        self.records = 0
+        self.taken = 0
+        self.aggregate = Aggregate()
+        self._rows: PartWriter | None = None
+        self._rejects: PartWriter | None = None
 
     def add(self, result: Written | Rejected | Skipped) -> None:
         self.records += 1
@@ -92,11 +94,28 @@ class _Part:
             return
         self.taken += 1
         if isinstance(result, Written):
-            self.rows.append(result.row)
+            self._rows = self._rows or self.writer.open_part(self._path(self.writer.suffix), self.schema)
+            self._rows.write(result.row)
             self.aggregate.add(result.metrics)
         else:
-            self.rejects.append(result.to_row())
+            self._rejects = self._rejects or JSONL.open_part(self._path(".rejects.jsonl"))
+            self._rejects.write(result.to_row())
             self.aggregate.add_reject(result.reason, result.metrics)
+
+    def _path(self, suffix: str) -> Path:
+        return self.work.part(self.file_index, self.index, suffix)
+
+    def finish(self) -> None:
+        for stream in (self._rows, self._rejects):
+            if stream is not None:
+                stream.close()
+        checkpoint = {"records": self.records, "taken": self.taken, "aggregate": self.aggregate.to_state()}
+        self.work.finish_part(self.file_index, self.index, checkpoint)  # last: this makes the part count
+
+    def abort(self) -> None:
+        for stream in (self._rows, self._rejects):
+            if stream is not None:
+                stream.abort()
 
 
 def build_compressor(config: CompressionConfig, counter, layout: Layout) -> TrajectoryCompressor:
@@ -175,15 +194,19 @@ class Runner:
         schema = reader.schema(job.input)
         taken = sum(c["taken"] for c in done)
         items = self._selected(job, islice(reader.read(job.input), skip, None), taken)
-        part = _Part(len(done))
-        async for result in ordered_map(items, self.process, self.window):
-            part.add(result)
-            self._show(result)
-            if part.records == self.options.checkpoint_rows:
-                self._write_part(index, part, writer, schema)
-                part = _Part(part.index + 1)
+        part = _Part(self.work, index, len(done), writer, schema)
+        try:
+            async for result in ordered_map(items, self.process, self.window):
+                part.add(result)
+                self._show(result)
+                if part.records == self.options.checkpoint_rows:
+                    part.finish()
+                    part = _Part(self.work, index, part.index + 1, writer, schema)
+        except BaseException:
+            part.abort()
+            raise
         if part.records:
-            self._write_part(index, part, writer, schema)
+            part.finish()
         parts = [self.work.part(index, i, writer.suffix) for i in range(len(self.work.finished_parts(index)))]
         parts = [p for p in parts if p.exists()]  # a part whose rows were all rejected has no output
         writer.join(parts, job.output, schema)
@@ -200,14 +223,6 @@ class Runner:
             verdict = selection.verdict(job.key, record.line)
             taken += verdict is None
             yield record, verdict
-
-    def _write_part(self, file_index: int, part: _Part, writer, schema) -> None:
-        if part.rows:
-            writer.write_part(self.work.part(file_index, part.index, writer.suffix), part.rows, schema)
-        if part.rejects:
-            JSONL.write_part(self.work.part(file_index, part.index, ".rejects.jsonl"), part.rejects)
-        checkpoint = {"records": part.records, "taken": part.taken, "aggregate": part.aggregate.to_state()}
-        self.work.finish_part(file_index, part.index, checkpoint)  # last: this is what makes the part count
 
     async def process(self, item: tuple[Record, str | None]) -> Written | Rejected | Skipped:
         record, verdict = item

@@ -6,7 +6,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator, Sequence
+from typing import Any, BinaryIO, Callable, Iterator, Sequence
 
 from ..rows import RowError
 
@@ -45,9 +45,58 @@ class Format:
         """`rows` as one complete file at `path` (atomically)."""
         raise NotImplementedError
 
+    def open_part(self, path: Path, schema: Any = None) -> "PartWriter":
+        """A part written row by row; by default the rows are kept until `close` calls write_part."""
+        return BufferedPart(self, path, schema)
+
     def join(self, parts: Sequence[Path], dest: Path, schema: Any = None) -> None:
         """The parts, in order, as one file at `dest` (atomically); an empty list gives an empty file."""
         raise NotImplementedError
+
+
+class PartWriter:
+    """Rows streamed into one part file, which appears only when closed."""
+
+    def write(self, row: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        """Drop what was written (the part will be written again)."""
+
+
+class BufferedPart(PartWriter):
+    def __init__(self, fmt: Format, path: Path, schema: Any):
+        self.fmt, self.path, self.schema = fmt, path, schema
+        self.rows: list[dict[str, Any]] = []
+
+    def write(self, row: dict[str, Any]) -> None:
+        self.rows.append(row)
+
+    def close(self) -> None:
+        self.fmt.write_part(self.path, self.rows, self.schema)
+
+
+class StreamPart(PartWriter):
+    """Encoded rows written straight to a temporary file through an optional compressing stream."""
+
+    def __init__(self, path: Path, encode: Callable[[dict[str, Any]], bytes], wrap: Callable[[BinaryIO], Any] | None = None):
+        self.file = AtomicFile(path)
+        self.encode = encode
+        self.stream = wrap(self.file.handle) if wrap else None
+
+    def write(self, row: dict[str, Any]) -> None:
+        (self.stream or self.file.handle).write(self.encode(row))
+
+    def close(self) -> None:
+        if self.stream is not None:
+            self.stream.close()  # ends the gzip member / zstd frame; the file stays open
+        self.file.commit()
+
+    def abort(self) -> None:
+        self.file.abort()
 
 
 class AtomicFile:

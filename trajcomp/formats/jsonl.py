@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Sequence
 
 from ..rows import RowError
-from .base import AtomicFile, Format, Record, concat_files
+from .base import AtomicFile, Format, PartWriter, Record, StreamPart, concat_files
 
 
 def parse_line(source: str, number: int, data: bytes) -> Record:
@@ -57,6 +57,9 @@ class JsonlFormat(Format):
     def write_part(self, path: Path, rows: Sequence[dict[str, Any]], schema: Any = None) -> None:
         with AtomicFile(path) as out:
             out.handle.write(encode_rows(rows))
+
+    def open_part(self, path: Path, schema: Any = None) -> PartWriter:
+        return StreamPart(path, dumps)
 
     def join(self, parts: Sequence[Path], dest: Path, schema: Any = None) -> None:
         concat_files(parts, dest)
