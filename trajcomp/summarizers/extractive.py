@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ..rows import Turn
-from .base import Summarizer, Summary, SummaryRequest
+from .base import Summarizer, Summary, SummaryError, SummaryRequest
 
 KEY_ARGS = ("command", "cmd", "path", "file_path", "file", "filename", "query", "q", "url", "pattern", "name")
 TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
@@ -23,8 +23,9 @@ THINK = re.compile(r"<think>(.*?)</think>", re.S)
 ERROR_LINE = re.compile(r"(error|exception|traceback|failed|failure|fatal|panic|denied|not found)", re.I)
 EXIT_TEXT = re.compile(r"exit(?:ed)?(?: with)?(?: code| status)?[:= ]+(-?\d+)", re.I)
 PATH = re.compile(r"(?<![\w/.:-])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+\.[A-Za-z0-9]{1,6}\b")
-IDENTIFIER = re.compile(r"\b(?:[0-9a-f]{7,40}|v?\d+\.\d+\.\d+[\w.-]*|#\d{2,})\b")
-SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n")
+IDENTIFIER = re.compile(r"\b[0-9a-f]{7,40}\b|\bv?\d+\.\d+\.\d+[\w.-]*|(?<![\w#])#\d{2,}\b")
+# Western sentences end at punctuation and a space; CJK ones at the full-width mark itself.
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n")
 
 # Lower numbers are dropped last when the budget is tight.
 ACTION, USER, ERRORS, FILES, REASONING, IDENTIFIERS = range(6)
@@ -48,15 +49,17 @@ class ExtractiveSummarizer(Summarizer):
         return await asyncio.to_thread(self.summarize_sync, request)
 
     def summarize_sync(self, request: SummaryRequest) -> Summary:
-        items = extract_items(request.turns)
-        return Summary(fit(items, request.target_tokens, self.counter.count))
+        text = fit(extract_items(request.turns), request.target_tokens, self.counter.count)
+        if not text:  # never an empty summary standing in for real turns
+            raise SummaryError(f"nothing of the turns fits in {request.target_tokens} tokens")
+        return Summary(text)
 
 
 @dataclass
 class _Facts:
     """What is collected across turns: unanswered calls and de-duplicated lists (dicts keep order)."""
 
-    pending: list[str] = field(default_factory=list)
+    pending: list[tuple[str, str]] = field(default_factory=list)  # (tool name, rendered call) awaiting a result
     files: dict[str, None] = field(default_factory=dict)
     idents: dict[str, None] = field(default_factory=dict)
     errors: dict[str, None] = field(default_factory=dict)
@@ -67,12 +70,17 @@ def extract_items(turns: Iterable[Turn]) -> list[Item]:
     items: list[Item] = []
     facts = _Facts()
     for turn in turns:
+        if turn.role != "tool":
+            items.extend(_unanswered(facts))
         if turn.role == "gpt":
             items.extend(_gpt_items(turn.text, facts))
         elif turn.role == "tool":
             items.extend(_tool_items(turn.text, facts))
         elif turn.role == "human":
             items.append(Item(USER, "User: " + _clip(turn.text)))
+        elif turn.role == "system":
+            items.append(Item(USER, "System: " + _first_sentence(turn.text)))
+    items.extend(_unanswered(facts))
     if facts.errors:
         items.append(Item(ERRORS, "Errors seen: " + " | ".join(list(facts.errors)[-MAX_LIST:])))
     if facts.files:
@@ -92,20 +100,27 @@ def _gpt_items(text: str, facts: _Facts) -> list[Item]:
     return items
 
 
-def _render_call(raw: str, files: dict) -> str:
+def _unanswered(facts: _Facts) -> list[Item]:
+    """Calls whose results never came before the next non-tool turn."""
+    items = [Item(ACTION, f"{call} -> no result seen") for _, call in facts.pending]
+    facts.pending.clear()
+    return items
+
+
+def _render_call(raw: str, files: dict) -> tuple[str, str]:
     data = _parse_json(raw)
     if not isinstance(data, dict):
-        return "call " + _clip(raw, 120)
+        return "", "call " + _clip(raw, 120)
     name = str(data.get("name", "tool"))
     args = data.get("arguments", {})
     args = _parse_json(args) if isinstance(args, str) else args
     if not isinstance(args, dict):
-        return f"{name}()"
+        return name, f"{name}()"
     keys = [k for k in KEY_ARGS if k in args] or [k for k, v in args.items() if isinstance(v, (str, int, float))][:2]
     for value in args.values():
         if isinstance(value, str):
             files.update(dict.fromkeys(PATH.findall(value)))
-    return f"{name}(" + ", ".join(f"{k}={_clip(str(args[k]), 160)}" for k in keys) + ")"
+    return name, f"{name}(" + ", ".join(f"{k}={_clip(str(args[k]), 160)}" for k in keys) + ")"
 
 
 def _tool_items(text: str, facts: _Facts) -> list[Item]:
@@ -114,10 +129,28 @@ def _tool_items(text: str, facts: _Facts) -> list[Item]:
     for raw in TOOL_RESPONSE.findall(text) or [text]:
         data = _parse_json(raw)
         content = data.get("content", data) if isinstance(data, dict) else raw
-        name = str(data.get("name", "tool")) if isinstance(data, dict) else "tool"
-        call = facts.pending.pop(0) if facts.pending else name
+        name = str(data.get("name", "")) if isinstance(data, dict) else ""
+        call = _pop_call(facts.pending, name) or name or "tool"
         items.append(Item(ACTION, f"{call} -> {_outcome(content, facts)}"))
     return items
+
+
+def _pop_call(pending: list[tuple[str, str]], name: str) -> str | None:
+    """The first waiting call of that tool (or the first waiting call when the result names none)."""
+    for i, (called, rendered) in enumerate(pending):
+        if not name or called == name:
+            del pending[i]
+            return rendered
+    return None
+
+
+def _leaves(value: Any) -> list[str]:
+    """Every string and number inside a JSON value, depth first."""
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    if isinstance(value, list):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [] if value is None or isinstance(value, bool) else [str(value)]
 
 
 def _outcome(content: Any, facts: _Facts) -> str:
@@ -131,9 +164,7 @@ def _outcome(content: Any, facts: _Facts) -> str:
             if key in content:
                 status = content[key]
                 break
-        body = "\n".join(str(v) for v in content.values() if isinstance(v, (str, int, float)))
-    else:
-        body = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    body = content if isinstance(content, str) else "\n".join(_leaves(content))
     if status is None and (m := EXIT_TEXT.search(body)):
         status = m.group(1)
     facts.files.update(dict.fromkeys(PATH.findall(body)))
@@ -143,33 +174,51 @@ def _outcome(content: Any, facts: _Facts) -> str:
     if error:
         facts.errors[_clip(error, 200)] = None
         parts.append("error: " + _clip(error, 200))
-    lines = body.count("\n") + 1 if body else 0
+    lines = len(body.splitlines())
     parts.append(f"{lines} lines, {len(body)} chars")
     return "; ".join(parts)
 
 
 def fit(items: list[Item], budget: int, count) -> str:
-    """Join as many items as fit in `budget` tokens, dropping the least important, oldest first."""
-    costs = count([i.text for i in items]) if items else []
-    keep = set(range(len(items)))
-    total = sum(costs) + len(items)  # about one token per newline
-    for k in sorted(keep, key=lambda k: (-items[k].priority, k)):
-        if total <= budget:
-            break
-        keep.discard(k)
-        total -= costs[k] + 1
-    lines = [items[k].text for k in sorted(keep)]
-    dropped = len(items) - len(lines)
-    # The per-item estimate can be off by a few tokens at the joins: trim whole lines, then characters.
-    while True:
-        text = "\n".join(lines + ([f"({dropped} less important items omitted)"] if dropped else []))
-        if not lines or count([text])[0] <= budget:
+    """As many items as fit in `budget` tokens, in order; the least important, oldest go first."""
+    if not items:
+        return ""
+    costs = [c + 1 for c in count([i.text for i in items])]  # + about one token for the newline
+    note_cost = count([_note(len(items))])[0] + 1
+    drop_order = sorted(range(len(items)), key=lambda k: (-items[k].priority, k))
+    kept = set(range(len(items)))
+    # Drop by estimate first, then confirm with a real count: joins can merge tokens.
+    while kept and sum(costs[k] for k in kept) + (note_cost if len(kept) < len(items) else 0) > budget:
+        kept.discard(drop_order.pop(0))
+    while kept:
+        text = _render(items, kept)
+        if count([text])[0] <= budget:
             return text
-        if len(lines) > 1:
-            lines.pop(0)
-            dropped += 1
+        kept.discard(drop_order.pop(0))
+    return _truncate(min(items, key=lambda i: i.priority).text, budget, count)
+
+
+def _render(items: list[Item], kept: set[int]) -> str:
+    lines = [items[k].text for k in sorted(kept)]
+    if len(kept) < len(items):
+        lines.append(_note(len(items) - len(kept)))
+    return "\n".join(lines)
+
+
+def _note(dropped: int) -> str:
+    return f"({dropped} less important items omitted)"
+
+
+def _truncate(text: str, budget: int, count) -> str:
+    """The longest prefix of `text` (cut at a character) within `budget` tokens, by bisection."""
+    low, high = 0, len(text)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if count([text[:mid] + "…"])[0] <= budget:
+            low = mid
         else:
-            lines[0] = lines[0][: len(lines[0]) * 3 // 4]
+            high = mid - 1
+    return text[:low] + "…" if low else ""
 
 
 def _first_sentence(text: str) -> str:
