@@ -25,6 +25,7 @@ class Layout:
     rejects: Path
     cache: Path
     work: Path  # checkpoints and finished parts; removed when the run completes
+    skipped: tuple[Path, ...] = ()  # .json files in input folders that are not arrays of rows
 
 
 def expand_inputs(inputs: list[str]) -> list[tuple[Path, Path]]:
@@ -47,13 +48,31 @@ def expand_inputs(inputs: list[str]) -> list[tuple[Path, Path]]:
     return found
 
 
-def _data_files(directory: Path) -> list[Path]:
+def _visible_files(directory: Path) -> list[Path]:
     # Hidden files and folders are skipped: they hold trajcomp's own work files and temp outputs.
     files = []
     for root, dirs, names in os.walk(directory):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         files.extend(Path(root) / n for n in sorted(names) if not n.startswith("."))
-    return [f for f in files if split_suffix(f)[1] in INPUT_SUFFIXES]
+    return files
+
+
+def _data_files(directory: Path) -> list[Path]:
+    return [f for f in _visible_files(directory) if split_suffix(f)[1] in INPUT_SUFFIXES and not _side_file(f)]
+
+
+def _side_file(path: Path) -> bool:
+    """A .json file that is not an array (dataset_info.json, tokenizer.json...): not rows."""
+    if split_suffix(path)[1] != ".json":
+        return False
+    with open(path, "rb") as f:
+        head = f.read(4096).lstrip()
+    return not head.startswith(b"[")
+
+
+def _skipped_files(inputs: list[str]) -> tuple[Path, ...]:
+    """The side files that folders among `inputs` hold, named in the report."""
+    return tuple(f for t in inputs if Path(t).is_dir() for f in _visible_files(Path(t)) if _side_file(f))
 
 
 def _glob_root(pattern: str) -> str:
@@ -88,7 +107,7 @@ def resolve(
     _check_distinct(jobs)
     return Layout(
         jobs, out_dir / config.metrics_output_file, out_dir / "rejects.jsonl",
-        out_dir / "summary_cache.sqlite", out_dir / ".trajcomp-work",
+        out_dir / "summary_cache.sqlite", out_dir / ".trajcomp-work", _skipped_files(inputs),
     )
 
 

@@ -292,6 +292,7 @@ class Runner:
                 "inputs": [str(j.input) for j in self.layout.files],
                 "outputs": [str(j.output) for j in self.layout.files],
                 "rejects_file": str(self.layout.rejects) if rows["rejected"] else None,
+                "skipped_files": [str(p) for p in self.layout.skipped],
                 "resumed": self.work.resumed,
                 "rows_from_checkpoint": self.resumed_rows,
                 "selection": self.options.selection.as_dict(),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -87,7 +88,18 @@ def extract_items(turns: Iterable[Turn]) -> list[Item]:
         items.append(Item(FILES, "Files: " + ", ".join(list(facts.files)[: MAX_LIST * 2])))
     if facts.idents:
         items.append(Item(IDENTIFIERS, "Identifiers: " + ", ".join(list(facts.idents)[: MAX_LIST * 2])))
-    return items
+    return _collapse_repeats(items)
+
+
+def _collapse_repeats(items: list[Item]) -> list[Item]:
+    """One line per repeated fact (agents re-read the same file often), where it last happened."""
+    repeats = Counter(items)
+    last = {item: i for i, item in enumerate(items)}
+    return [
+        Item(item.priority, f"{item.text} (x{repeats[item]})" if repeats[item] > 1 else item.text)
+        for i, item in enumerate(items)
+        if last[item] == i
+    ]
 
 
 def _gpt_items(text: str, facts: _Facts) -> list[Item]:
