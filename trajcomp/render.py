@@ -1,8 +1,11 @@
-"""Short human-readable views of a report or an estimate, for the end of a CLI run."""
+"""Short human-readable views of a report, an estimate, dataset stats or a comparison of reports."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:
+    from .compare import Comparison, Figure
 
 
 def _n(value: float) -> str:
@@ -53,3 +56,89 @@ def render_estimate(est: dict[str, Any]) -> str:
             f" -> ~{a['min']}/{a['p50']}/{a['p90']}/{a['p99']}/{a['max']}",
         ]
     )
+
+
+PERCENTILES = ("min", "p50", "p90", "p99", "max")
+
+
+def table(rows: list[list[str]], align: str = "", indent: str = "  ") -> list[str]:
+    """Rows as lines of aligned columns; `align` gives 'l' or 'r' per column (default: first left, rest right)."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    align = align or "l" + "r" * (len(widths) - 1)
+    return [
+        (indent + "  ".join(c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(row, widths, align))).rstrip()
+        for row in rows
+    ]
+
+
+def render_stats(st: dict[str, Any]) -> str:
+    """`trajcomp stats` as text: the length distribution, what a run would do, the rows of each file."""
+    files = st["files"]
+    lines = [
+        f"trajcomp stats: {_n(st['rows'])} rows in {_n(len(files))} file{'' if len(files) == 1 else 's'}, "
+        f"tokenizer {st['tokenizer']['name']}",
+        f"  target {_n(st['target_max_tokens'])} tokens per row, summaries of {_n(st['summary_target_tokens'])} "
+        f"tokens, last {st['protect_last_n_turns']} turns kept",
+        "",
+        *table([
+            ["tokens per row", *PERCENTILES],
+            ["now", *(_n(st["tokens_before"][k]) for k in PERCENTILES)],
+            ["after (planned)", *(_n(st["tokens_after_estimate"][k]) for k in PERCENTILES)],
+        ]),
+        "",
+        *table(_plan_rows(st), align="lrl"),
+    ]
+    if len(files) > 1:
+        rows = [[f["path"], _n(f["rows"]), _n(f["rejected"])] for f in files]
+        lines += ["", *table([["file", "rows", "rejected"], *rows])]
+    return "\n".join(lines)
+
+
+def _plan_rows(st: dict[str, Any]) -> list[list[str]]:
+    d = st["decisions"]
+    # Why rows stay over: the planner found no region, or one too small, or even the summary is not enough.
+    why = {
+        "nothing to compress": d["nothing_to_compress"],
+        "no net savings": d["no_net_savings"],
+        "still over after summary": st["would_stay_over_target"] - d["nothing_to_compress"] - d["no_net_savings"],
+    }
+    return [
+        ["rows over target", _n(st["over_target"]), ""],
+        ["  could be brought under", _n(st["would_fit_after_compression"]), ""],
+        ["  would stay over", _n(st["would_stay_over_target"]), _reasons({k: v for k, v in why.items() if v}).strip()],
+        ["summarizer calls needed", _n(st["summarizer_calls_needed"]), f"(~{_n(st['summary_tokens_needed'])} summary tokens)"],
+        ["rejected", _n(st["rows_rejected"]), _reasons(st["reject_reasons"]).strip()],
+    ]
+
+
+def render_comparison(comparison: Comparison, figures: Sequence[Figure], width: int = 28) -> str:
+    """`trajcomp compare` as text: a row per figure, a column per report, each later one's difference to the first."""
+    names = [_clip(name, width) for name in comparison.names]
+    header = ["", names[0]]
+    for name in names[1:]:
+        header += [name, "diff", "diff %"]
+    rows = [header]
+    for f in figures:
+        first, *later = comparison.values[f.key]
+        row = [f.label, _value(first, f.decimals)]
+        for value, diff in zip(later, comparison.differences(f.key)):
+            row += [_value(value, f.decimals), _value(diff["absolute"], f.decimals, "+"), _percent(diff["percent"])]
+        rows.append(row)
+    return "\n".join(table(rows, indent=""))
+
+
+def _value(value: float | None, decimals: int | None, sign: str = "") -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, int) and decimals is None:
+        return f"{value:{sign},}"
+    return f"{value:{sign},.{2 if decimals is None else decimals}f}"
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.1f}%"
+
+
+def _clip(name: str, width: int) -> str:
+    # Keep the end of a long name: the file name and the run folder tell reports apart.
+    return name if len(name) <= width else "..." + name[-(width - 3):]

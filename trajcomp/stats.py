@@ -1,0 +1,114 @@
+"""`trajcomp stats`: what a dataset looks like against the token budget, read and planned but never summarized."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, Optional
+
+import typer
+
+from .config import ConfigError, load_config
+from .tokens import TokenCounter, TokenizerLoadError
+
+if TYPE_CHECKING:
+    from .paths import FileJob
+
+# Heavier modules (estimate -> compressor, summarizers) are imported inside the command, as in cli.py:
+# this module is imported on every `trajcomp` invocation.
+
+
+def stats(
+    inputs: list[str] = typer.Argument(
+        ..., help="Input files, directories (searched recursively) or quoted globs, as for compress.",
+        show_default=False, metavar="INPUT...",
+    ),
+    config: Optional[Path] = typer.Option(None, "-c", "--config", help="YAML config (see configs/default.yaml)."),
+    tokenizer: Optional[str] = typer.Option(None, help="Training tokenizer: Hugging Face name or local folder."),
+    target_max_tokens: Optional[int] = typer.Option(None, help="Token budget per row.", min=1),
+    summary_target_tokens: Optional[int] = typer.Option(None, help="Token budget of the summary turn.", min=1),
+    protect_last_n: Optional[int] = typer.Option(None, help="Last turns always kept verbatim.", min=0),
+    as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON on stdout."),
+) -> None:
+    """Token lengths of a dataset and what compress would do to it: no summarizer calls, nothing written.
+
+    "After" figures are planned: each region compress would summarize is
+    replaced by a summary of exactly --summary-target-tokens tokens.
+
+    JSON keys (--json):
+      inputs (the files read), tokenizer {name, class_name, vocab_size},
+      target_max_tokens, summary_target_tokens, protect_last_n_turns,
+      rows (valid rows), rows_rejected, reject_reasons {reason: rows},
+      over_target, would_fit_after_compression, would_stay_over_target,
+      decisions {skipped_under_target, nothing_to_compress,
+                 no_net_savings, compress},
+      summarizer_calls_needed, summary_tokens_needed,
+      tokens_before, tokens_after_estimate {min, p50, p90, p99, max},
+      files (one {path, rows, rejected} per input file).
+    """
+    try:
+        cfg = load_config(
+            config,
+            target_max_tokens=target_max_tokens,
+            summary_target_tokens=summary_target_tokens,
+            protect_last_n_turns=protect_last_n,
+            tokenizer_name=tokenizer,
+        )
+        jobs = input_jobs(inputs)
+        counter = TokenCounter(cfg.tokenizer_name, cfg.trust_remote_code)
+    except (ConfigError, TokenizerLoadError) as exc:
+        fail(str(exc))
+    try:
+        result = dataset_stats(jobs, counter, cfg)
+    except OSError as exc:
+        fail(f"cannot read {exc.filename}: {exc.strerror or exc}")
+    if as_json:
+        typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        from .render import render_stats
+
+        typer.echo(render_stats(result))
+
+
+def input_jobs(inputs: list[str]) -> list[FileJob]:
+    """The input files, found as `compress` finds them, each once; ConfigError when there are none."""
+    from .formats import INPUT_SUFFIXES, split_suffix
+    from .paths import FileJob, expand_inputs
+
+    jobs, seen = [], set()
+    for file, root in expand_inputs(inputs):
+        suffix = split_suffix(file)[1]
+        if suffix not in INPUT_SUFFIXES:  # expand_inputs takes a named file whatever its type
+            raise ConfigError(f"unsupported input file type '{suffix}' ({file}); supported: {', '.join(INPUT_SUFFIXES)}")
+        if file.resolve() not in seen:  # a file named twice (or by a file and its folder) counts once
+            seen.add(file.resolve())
+            jobs.append(FileJob(file, Path(os.devnull), str(file.relative_to(root))))  # stats writes nothing
+    if not jobs:
+        raise ConfigError(f"no input files ({', '.join(INPUT_SUFFIXES)}) in {' '.join(inputs)}")
+    return jobs
+
+
+def dataset_stats(jobs: list[FileJob], counter: TokenCounter, cfg) -> dict[str, Any]:
+    """The figures of `trajcomp stats --json` (keys in the command's help)."""
+    from .estimate import estimate
+    from .planner import PlanParams
+    from .selection import Selection
+
+    figures = estimate(jobs, Selection(), counter, PlanParams.from_config(cfg)).to_dict()
+    for key in ("rows_not_sampled", "rows_other_shards"):  # stats takes every row: always 0
+        figures.pop(key, None)
+    return {
+        "inputs": [str(job.input) for job in jobs],
+        "tokenizer": vars(counter.info),
+        "target_max_tokens": cfg.target_max_tokens,
+        "summary_target_tokens": cfg.summary_target_tokens,
+        "protect_last_n_turns": cfg.protect_last_n_turns,
+        **figures,
+    }
+
+
+def fail(message: str) -> NoReturn:
+    """One line on stderr, exit 2: the same form as cli._fail (cli itself may run as __main__)."""
+    typer.echo(f"trajcomp: error: {message}", err=True)
+    raise typer.Exit(2)
