@@ -135,7 +135,8 @@ def _dry_run(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None:
     from .planner import PlanParams
     from .render import render_estimate
 
-    result = estimate(layout.files, options.selection, counter, PlanParams.from_config(cfg)).to_dict()
+    result = estimate(layout.files, options.selection, counter, PlanParams.from_config(cfg), options.input_format)
+    result = result.to_dict()
     if as_json:
         typer.echo(json.dumps(result, indent=2))
     elif not quiet:
@@ -145,6 +146,7 @@ def _dry_run(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None:
 def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None:
     from .pipeline import Runner, build_compressor
     from .render import render_report
+    from .formats.base import InputError
     from .summarizers.http import PreflightError
 
     try:
@@ -152,7 +154,7 @@ def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None
         result = asyncio.run(Runner(cfg, compressor, layout, options).run())
     except ConfigError as exc:
         _fail(str(exc))
-    except PreflightError as exc:
+    except (PreflightError, InputError) as exc:
         _fail(str(exc), code=1)
     except KeyboardInterrupt:
         typer.echo(

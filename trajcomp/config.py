@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -148,6 +149,8 @@ def validate(cfg: CompressionConfig) -> None:
         types = _expected_type(f.name)
         if not isinstance(value, types) or (bool not in types and isinstance(value, bool)):
             raise ConfigError(f"{f.name} must be {types[0].__name__}, got {value!r}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{f.name} must be a finite number, got {value!r}")
     positive = ("target_max_tokens", "summary_target_tokens", "max_concurrent_requests", "num_workers", "max_turn_chars")
     for name in positive:
         if getattr(cfg, name) <= 0:

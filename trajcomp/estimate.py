@@ -8,13 +8,13 @@ from dataclasses import asdict, dataclass, field
 from itertools import islice
 from typing import Any, Iterable, Iterator
 
-from .compressor import SHAREGPT
 from .formats import Record, format_for
+from .formats.base import read_checked
 from .metrics import distribution
 from .paths import FileJob
 from .selection import Selection
 from .planner import Decision, PlanParams, plan
-from .rows import RowError
+from .rows import RowError, adapter_for
 from .tokens import TokenCounter
 
 BATCH_ROWS = 256  # rows counted per call to the tokenizer
@@ -67,10 +67,12 @@ class Estimate:
         }
 
 
-def estimate(files: Iterable[FileJob], selection: Selection, counter: TokenCounter, params: PlanParams) -> Estimate:
+def estimate(
+    files: Iterable[FileJob], selection: Selection, counter: TokenCounter, params: PlanParams, input_format: str = "auto"
+) -> Estimate:
     """Plan every selected row; the after-figures assume summaries of exactly the target size."""
     result = Estimate(params)
-    for chunk in _chunks(_valid_turns(files, selection, result), BATCH_ROWS):
+    for chunk in _chunks(_valid_turns(files, selection, result, input_format), BATCH_ROWS):
         counts = iter(counter.count([t.text for turns in chunk for t in turns]))
         for turns in chunk:
             row_counts = list(islice(counts, len(turns)))
@@ -79,12 +81,12 @@ def estimate(files: Iterable[FileJob], selection: Selection, counter: TokenCount
     return result
 
 
-def _valid_turns(files: Iterable[FileJob], selection: Selection, result: Estimate) -> Iterator[list]:
+def _valid_turns(files: Iterable[FileJob], selection: Selection, result: Estimate, input_format: str) -> Iterator[list]:
     taken = 0
     for job in files:
         file_rows = FileRows(str(job.input))
         result.files.append(file_rows)
-        for record in format_for(job.input).read(job.input):
+        for record in read_checked(format_for(job.input), job.input):
             if selection.limit is not None and taken >= selection.limit:
                 return
             verdict = selection.verdict(job.key, record.line)
@@ -93,7 +95,7 @@ def _valid_turns(files: Iterable[FileJob], selection: Selection, result: Estimat
                 continue
             taken += 1
             try:
-                turns = _turns(record)
+                turns = _turns(record, input_format)
             except RowError as exc:
                 result.rejects[exc.reason] += 1
                 file_rows.rejected += 1
@@ -102,10 +104,11 @@ def _valid_turns(files: Iterable[FileJob], selection: Selection, result: Estimat
             yield turns
 
 
-def _turns(record: Record) -> list:
+def _turns(record: Record, input_format: str) -> list:
     if record.error is not None:
         raise record.error
-    return SHAREGPT.turns(SHAREGPT.native_turns(record.row))
+    adapter = adapter_for(record.row, input_format)
+    return adapter.turns(adapter.native_turns(record.row))
 
 
 def _chunks(items: Iterable, size: int) -> Iterator[list]:

@@ -62,7 +62,9 @@ def _data_files(directory: Path) -> list[Path]:
 
 
 def _side_file(path: Path) -> bool:
-    """A .json file that is not an array (dataset_info.json, tokenizer.json...): not rows."""
+    """Not rows: an earlier run's rejects, or a .json file that is not an array (tokenizer.json...)."""
+    if path.name == "rejects.jsonl" or path.name.endswith("_rejects.jsonl"):
+        return True
     if split_suffix(path)[1] != ".json":
         return False
     with open(path, "rb") as f:
@@ -98,7 +100,8 @@ def resolve(
         return _single_file(pairs[0][0], output, config, output_format, shard)
     if len(inputs) > 1 and output is None:
         raise ConfigError("several inputs need -o OUTPUT_DIR")
-    out_dir = output or _with_shard(Path(inputs[0]).with_name(Path(inputs[0]).name + config.output_suffix), shard)
+    first = Path(inputs[0]).resolve()  # `trajcomp compress .` names its output after the real folder
+    out_dir = output or _with_shard(first.with_name(first.name + config.output_suffix), shard)
     jobs = []
     for file, root in pairs:
         rel = file.relative_to(root)

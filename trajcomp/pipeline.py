@@ -19,15 +19,15 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from . import __version__
 from .cache import CachedSummarizer, SummaryCache
 from .checkpoint import WorkDir
-from .compressor import SHAREGPT, TrajectoryCompressor
+from .compressor import TrajectoryCompressor
 from .config import CompressionConfig
 from .formats import AtomicFile, Format, Record, format_for
-from .formats.base import PartWriter
+from .formats.base import InputError, PartWriter, read_checked
 from .formats.jsonl import JSONL
 from .metrics import Aggregate, Outcome, RowMetrics
 from .paths import FileJob, Layout
 from .progress import Progress
-from .rows import RowError
+from .rows import RowError, adapter_for
 from .selection import Selection
 from .summarizers import make_summarizer
 
@@ -175,6 +175,10 @@ class Runner:
             with Progress(disable=self.options.quiet, live=self.compressor.summarizer.live) as self.progress:
                 for index, job in enumerate(self.layout.files):
                     await self.run_file(index, job)
+        except InputError:
+            if not self.work.all_checkpoints(len(self.layout.files)):
+                self.work.remove()  # nothing finished: leave no trace of a run that could not start
+            raise
         finally:
             await self.compressor.close()
         aggregate = self.finish()
@@ -193,7 +197,7 @@ class Runner:
         writer = format_for(job.output)
         schema = reader.schema(job.input)
         taken = sum(c["taken"] for c in done)
-        items = self._selected(job, islice(reader.read(job.input), skip, None), taken)
+        items = self._selected(job, islice(read_checked(reader, job.input), skip, None), taken)
         part = _Part(self.work, index, len(done), writer, schema)
         try:
             async for result in ordered_map(items, self.process, self.window):
@@ -231,7 +235,7 @@ class Runner:
         if record.error is not None:
             return Rejected(record, record.error.reason, record.error.detail)
         try:
-            adapter = SHAREGPT
+            adapter = adapter_for(record.row, self.options.input_format)
             native = adapter.native_turns(record.row)
         except RowError as exc:
             return Rejected(record, exc.reason, exc.detail)

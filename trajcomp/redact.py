@@ -14,12 +14,16 @@ _PATTERNS = [
     re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
     re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}"),
     re.compile(r"\bhf_[A-Za-z0-9]{30,}"),
-    re.compile(r"(?i)\bBearer\s+[A-Za-z0-9._~+/=-]{8,}"),
+    # A bearer token, not the word after "Bearer" in prose: it must hold a digit or a symbol.
+    re.compile(r"(?i)\bBearer\s+(?=[A-Za-z]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{8,}"),
 ]
-# key=value and "key": "value" forms keep the key and hide the value.
+# key=value and "key": "value" forms keep the key and hide the value. The key may carry a prefix
+# (DB_PASSWORD, GITHUB_TOKEN); a quoted value is hidden whole; a value that is a literal, a type
+# or a call (None, Optional[str], os.environ[...]) is code, not a secret.
 _ASSIGNMENT = re.compile(
-    r"(?i)\b((?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token|token)"
-    r"[\"']?\s*[:=]\s*[\"']?)([^\s\"',;&]{4,})"
+    r"(?i)((?<![A-Za-z0-9])[A-Za-z0-9_]*?(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token|token)"
+    r"[\"']?\s*[:=]\s*)"
+    r"(\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|(?!(?:none|null|true|false)\b)[^\s\"',;&\[\]()]{4,}(?![\w\[(.]))"
 )
 
 
@@ -30,4 +34,10 @@ def redact(text: str, *known: str | None) -> str:
             text = text.replace(secret, REDACTED)
     for pattern in _PATTERNS:
         text = pattern.sub(REDACTED, text)
-    return _ASSIGNMENT.sub(lambda m: m.group(1) + REDACTED, text)
+    return _ASSIGNMENT.sub(_hide_value, text)
+
+
+def _hide_value(match: re.Match) -> str:
+    value = match.group(2)
+    quote = value[0] if value[0] in "\"'" else ""
+    return f"{match.group(1)}{quote}{REDACTED}{quote}"

@@ -101,7 +101,8 @@ class OpenAIMessages:
     own line after the text; arguments decoded from their JSON string when they parse), and, on a
     tool message, `<tool_response>\n{"tool_call_id": ..., "name": ..., "content": ...}\n</tool_response>`
     (the name taken from the call it answers when the message has none). These are the Hermes blocks
-    the extractive summarizer reads. It approximates, not reproduces, a training template's count.
+    the extractive summarizer reads. It approximates, not reproduces, a training template's count
+    (the JSON escaping of tool output costs a few tokens more than a raw rendering would).
 
     Tool pairing. The planner keeps a "gpt" turn together with the "tool" turns right after it:
     they are summarized together or kept together. That keeps every call with its answer only if
@@ -117,7 +118,11 @@ class OpenAIMessages:
     key = "messages"
 
     def native_turns(self, row: dict[str, Any]) -> list[dict[str, Any]]:
-        """The row's message objects, validated (see the class docstring for tool pairing)."""
+        """The row's message objects, validated (see the class docstring for tool pairing).
+
+        Reasons: missing_messages, messages_not_a_list, turn_not_an_object, turn_missing_field,
+        turn_not_a_string, unknown_role, invalid_content_part, invalid_tool_call, orphan_tool_message.
+        """
         if self.key not in row:
             raise RowError("missing_messages", "the row has no 'messages' field")
         messages = row[self.key]
@@ -161,7 +166,8 @@ class OpenAIMessages:
         before or after the others; otherwise the text parts are replaced by one, where the first
         was. On an assistant message the rendered calls at the end of `text`, if there, are
         dropped (the calls themselves cannot be edited this way); on a tool message `text` becomes
-        the content. So `turns([with_text(m, t)])[0].text == t` for all but tool messages.
+        the content. So `turns([with_text(m, t)])[0].text == t`, except on tool messages and on an
+        assistant message whose calls do not end `t` (they are rendered after it again).
         """
         content = turn.get("content")
         old = _content_text(content)
@@ -361,3 +367,8 @@ def detect_format(row: dict[str, Any]):
     if OPENAI.key in row:
         return OPENAI
     raise RowError("missing_conversations", "the row has neither a 'conversations' nor a 'messages' field")
+
+
+def adapter_for(row: dict[str, Any], input_format: str = "auto"):
+    """The adapter `--input-format` names, or the one the row's own keys call for ("auto")."""
+    return detect_format(row) if input_format == "auto" else FORMATS_BY_NAME[input_format]

@@ -9,11 +9,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from .base import AtomicFile, Format, Record
+from .compressed import JSONL_GZ, JSONL_ZST
+from .json_array import JSON_ARRAY
 from .jsonl import JSONL
+from .parquet import PARQUET
 
 __all__ = ["AtomicFile", "Format", "Record", "FORMATS", "INPUT_SUFFIXES", "OUTPUT_SUFFIXES", "format_for", "split_suffix"]
 
-FORMATS: dict[str, Format] = {".jsonl": JSONL}
+FORMATS: dict[str, Format] = {
+    ".jsonl": JSONL,
+    ".jsonl.gz": JSONL_GZ,
+    ".jsonl.zst": JSONL_ZST,
+    ".json": JSON_ARRAY,
+    ".parquet": PARQUET,
+}
 
 INPUT_SUFFIXES = tuple(FORMATS)
 OUTPUT_SUFFIXES = tuple(s for s, f in FORMATS.items() if f.writable)

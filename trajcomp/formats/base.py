@@ -27,6 +27,19 @@ class Record:
         return json.dumps(self.row, ensure_ascii=False, default=str)
 
 
+class InputError(RuntimeError):
+    """An input file that cannot be read on (not the format its name says, corrupt, truncated)."""
+
+
+def read_checked(fmt: "Format", path: Path) -> Iterator[Record]:
+    """fmt.read(path), its errors turned into InputError naming the file."""
+    try:
+        yield from fmt.read(path)
+    except (ValueError, OSError, EOFError) as exc:
+        message = " ".join(str(exc).split())
+        raise InputError(message if str(path) in message else f"{path}: {message}") from None
+
+
 class Format:
     """A file format: stream its rows in, write rows out as parts and join the parts."""
 

@@ -83,6 +83,7 @@ class Endpoint:
         self.concurrency = concurrency
         self.in_flight = 0
         self.max_in_flight = 0
+        self.sent = 0  # chat requests sent, answered or not
         self._session: aiohttp.ClientSession | None = None
         self._slots: asyncio.Semaphore | None = None
 
@@ -105,14 +106,15 @@ class Endpoint:
     def scrub(self, text: str) -> str:
         return redact(" ".join(text.split()), self.api_key)
 
-    async def chat(self, body: dict[str, Any], timeout: float) -> Response | Failure:
+    async def chat(self, body: dict[str, Any]) -> Response | Failure:
         """POST /chat/completions once; never raises for network or HTTP trouble."""
         async with self._slots:
             self.in_flight += 1
+            self.sent += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             started = time.monotonic()
             try:
-                status, headers, text = await self._send("POST", "/chat/completions", body, min(self.timeout, timeout))
+                status, headers, text = await self._send("POST", "/chat/completions", body, self.timeout)
             except asyncio.TimeoutError:
                 return Failure("request timed out", True, seconds=time.monotonic() - started)
             except aiohttp.ClientError as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 from array import array
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -74,28 +75,31 @@ class OpenAISummarizer(Summarizer):
         return request_key(self.payload(request))
 
     async def summarize(self, request: SummaryRequest) -> Summary:
-        body = self.payload(request)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + (request.timeout or float("inf"))
-        calls = errors = 0
-        last = "no call made"
-        while (remaining := deadline - loop.time()) > 0:
-            calls += 1
-            result = await self._attempt(body, remaining)
-            if isinstance(result, str):
-                return Summary(result, calls, errors)
-            errors += 1
-            last = result.message
-            if not result.retryable or errors > self.policy.max_retries:
-                raise SummaryError(f"{last} (after {calls} calls)", calls, errors)
-            self.retries += 1
-            pause = self.policy.delay(errors, result.retry_after)
-            await asyncio.sleep(min(pause, max(0.0, deadline - loop.time())))
-        raise SummaryError(f"timed out after {request.timeout:g}s ({calls} calls; last: {last})", calls, errors)
+        tally = _Tally()
+        try:
+            # The deadline covers everything: waiting for a free slot, the calls and the pauses.
+            return await asyncio.wait_for(self._attempts(self.payload(request), tally), request.timeout)
+        except asyncio.TimeoutError:
+            message = f"timed out after {request.timeout:g}s ({tally.calls} calls; last: {tally.last})"
+            raise SummaryError(message, tally.calls, tally.errors) from None
 
-    async def _attempt(self, body: dict[str, Any], timeout: float) -> str | Failure:
+    async def _attempts(self, body: dict[str, Any], tally: "_Tally") -> Summary:
+        while True:
+            if tally.calls:
+                self.retries += 1
+            tally.calls += 1
+            result = await self._attempt(body)
+            if isinstance(result, str):
+                return Summary(result, tally.calls, tally.errors)
+            tally.errors += 1
+            tally.last = result.message
+            if not result.retryable or tally.errors > self.policy.max_retries:
+                raise SummaryError(f"{result.message} (after {tally.calls} calls)", tally.calls, tally.errors)
+            await asyncio.sleep(self.policy.delay(tally.errors, result.retry_after))
+
+    async def _attempt(self, body: dict[str, Any]) -> str | Failure:
         """One HTTP call: the usable summary text, or a Failure saying whether to retry."""
-        response = await self.endpoint.chat(body, timeout)
+        response = await self.endpoint.chat(body)
         self.latencies.append(response.seconds)
         if isinstance(response, Failure):
             return response
@@ -104,14 +108,14 @@ class OpenAISummarizer(Summarizer):
 
     def _accept(self, data: Any) -> tuple[str | None, str]:
         """The usable summary text of a 200 response, or None and why it is not usable."""
+        usage = (data.get("usage") if isinstance(data, dict) else None) or {}
+        for key in self.usage:  # billed even when the answer is unusable
+            self.usage[key] += int(usage.get(key) or 0)
         try:
             choice = data["choices"][0]
             content = choice["message"]["content"]
         except (KeyError, IndexError, TypeError):
             return None, "response has no choices[0].message.content"
-        usage = data.get("usage") or {}
-        for key in self.usage:
-            self.usage[key] += int(usage.get(key) or 0)
         if choice.get("finish_reason") == "length":
             return None, "summary was cut off (finish_reason: length)"
         text = clean_summary(content if isinstance(content, str) else "")
@@ -125,7 +129,7 @@ class OpenAISummarizer(Summarizer):
         return {
             "model": self.config.summarization_model,
             "base_url": self.config.base_url,
-            "http_requests": len(lat),
+            "http_requests": self.endpoint.sent,
             "retries": self.retries,
             "max_calls_in_flight": self.endpoint.max_in_flight,
             "latency_ms": {"p50": pct["p50"], "p95": _p95_ms(lat), "max": pct["max"]},
@@ -134,7 +138,16 @@ class OpenAISummarizer(Summarizer):
 
     def live(self) -> dict[str, int]:
         """For the progress bar: calls in flight and sent so far."""
-        return {"in_flight": self.endpoint.in_flight, "api_calls": len(self.latencies)}
+        return {"in_flight": self.endpoint.in_flight, "api_calls": self.endpoint.sent}
+
+
+@dataclass
+class _Tally:
+    """One summary's calls so far, readable after a timeout cancelled it."""
+
+    calls: int = 0
+    errors: int = 0
+    last: str = "no call made"
 
 
 def _p95_ms(sorted_seconds) -> int:

@@ -1,0 +1,140 @@
+"""Crash safety: a run killed with SIGKILL or stopped with Ctrl-C resumes to the same bytes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, read_jsonl, run_cli, write_jsonl
+from openai_server import ServerThread
+
+ROWS = 24
+
+
+def hermes_row(i: int) -> dict:
+    turns = [
+        {"from": "system", "value": "You are a function calling AI model. <tools>[]</tools>"},
+        {"from": "human", "value": f"Task {i}: make the failing test in src/app_{i}.py pass."},
+    ]
+    for step in range(6):
+        call = {"name": "terminal", "arguments": {"command": f"pytest tests/test_{i}_{step}.py -x"}}
+        turns.append({"from": "gpt", "value": f"<think>\nRun step {step} of task {i}.\n</think>\n<tool_call>\n{json.dumps(call)}\n</tool_call>"})
+        log = "\n".join(f"tests/test_{i}.py::test_{k} PASSED" for k in range(40 + i % 7))
+        content = {"tool_call_id": f"call_{i}_{step}", "name": "terminal", "content": log + "\nexit code 1"}
+        turns.append({"from": "tool", "value": f"<tool_response>\n{json.dumps(content)}\n</tool_response>"})
+    turns.append({"from": "gpt", "value": f"Task {i} is done."})
+    return {"id": i, "conversations": turns, "meta": {"k": i}}
+
+
+@pytest.fixture()
+def dataset(tmp_path: Path) -> Path:
+    rows = [hermes_row(i) for i in range(ROWS)]
+    rows.insert(5, "this line is not JSON")
+    return write_jsonl(tmp_path / "data.jsonl", rows)
+
+
+def args(src: Path, out: Path, tok: Path, url: str, *extra: str) -> list[str]:
+    return [
+        "compress", str(src), "-o", str(out), "--tokenizer", str(tok), "--target-max-tokens", "800",
+        "--summary-target-tokens", "120", "--summarizer", "openai", "--base-url", url, "--model", "test-model",
+        "--concurrency", "2", "--checkpoint-rows", "3", "-q", *extra,
+    ]
+
+
+def start(argv: list[str]) -> subprocess.Popen:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    return subprocess.Popen([sys.executable, "-m", "trajcomp.cli", *argv], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_parts(work: Path, parts: int, proc: subprocess.Popen, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while len(list(work.glob("file-*/*.done.json"))) < parts:
+        assert proc.poll() is None, "the run ended before it could be interrupted"
+        assert time.monotonic() < deadline, "no progress"
+        time.sleep(0.05)
+
+
+def cached_summaries(cache: Path) -> int:
+    with sqlite3.connect(cache) as db:
+        return db.execute("SELECT COUNT(*) FROM summaries").fetchone()[0]
+
+
+def reference_run(tmp_path: Path, src: Path, tok: Path, url: str) -> Path:
+    out = tmp_path / "ref" / "out.jsonl"
+    result = run_cli(*args(src, out, tok, url, "--no-cache"))
+    assert result.code == 0, result.stderr
+    return out
+
+
+@pytest.mark.parametrize("parts_before_kill", [1, 4])
+def test_kill_9_then_rerun_gives_identical_bytes_and_pays_no_summary_twice(tmp_path, dataset, bpe_tokenizer, parts_before_kill):
+    with ServerThread(latency=0.15) as server:
+        ref = reference_run(tmp_path, dataset, bpe_tokenizer, server.base_url)
+        server.reset()
+        out = tmp_path / "run" / "out.jsonl"
+        proc = start(args(dataset, out, bpe_tokenizer, server.base_url))
+        wait_for_parts(out.parent / ".out.jsonl.trajcomp-work", parts_before_kill, proc)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert not out.exists(), "a killed run must not leave a final output behind"
+        paid = cached_summaries(out.parent / "out_summary_cache.sqlite")
+        requests_before = server.stats.requests
+
+        result = run_cli(*args(dataset, out, bpe_tokenizer, server.base_url))
+        assert result.code == 0, result.stderr
+        needed = sum(r["compression_metrics"]["was_compressed"] for r in read_jsonl(ref))
+        # Summaries received before the kill come from the cache: only the others are requested.
+        assert server.stats.requests - requests_before == needed - paid
+
+    assert out.read_bytes() == ref.read_bytes()
+    assert (out.parent / "out_rejects.jsonl").read_bytes() == (ref.parent / "out_rejects.jsonl").read_bytes()
+    report = json.loads((out.parent / "out_metrics.json").read_text())
+    assert report["processing"]["resumed"] is True
+    assert report["processing"]["rows_from_checkpoint"] >= 3 * parts_before_kill
+    assert report["rows"]["read"] == ROWS + 1 and report["rows"]["written"] == ROWS
+    assert not (out.parent / ".out.jsonl.trajcomp-work").exists()
+
+
+def test_ctrl_c_stops_gracefully_with_exit_130_and_resumes(tmp_path, dataset, bpe_tokenizer):
+    with ServerThread(latency=0.15) as server:
+        ref = reference_run(tmp_path, dataset, bpe_tokenizer, server.base_url)
+        out = tmp_path / "run" / "out.jsonl"
+        proc = start(args(dataset, out, bpe_tokenizer, server.base_url))
+        wait_for_parts(out.parent / ".out.jsonl.trajcomp-work", 2, proc)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+        assert proc.returncode == 130, stderr
+        assert "resume" in stderr and "Traceback" not in stderr
+        assert not out.exists()
+        result = run_cli(*args(dataset, out, bpe_tokenizer, server.base_url))
+        assert result.code == 0, result.stderr
+    assert out.read_bytes() == ref.read_bytes()
+
+
+def test_resume_with_other_settings_refuses_and_restart_starts_over(tmp_path, dataset, bpe_tokenizer):
+    with ServerThread(latency=0.15) as server:
+        out = tmp_path / "run" / "out.jsonl"
+        proc = start(args(dataset, out, bpe_tokenizer, server.base_url))
+        wait_for_parts(out.parent / ".out.jsonl.trajcomp-work", 1, proc)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        changed = args(dataset, out, bpe_tokenizer, server.base_url)
+        changed[changed.index("800")] = "900"
+        refused = run_cli(*changed)
+        assert refused.code == 2
+        assert refused.stderr.count("\n") == 1 and "--restart" in refused.stderr and "config" in refused.stderr
+        assert not out.exists()
+        restarted = run_cli(*changed, "--restart")
+        assert restarted.code == 0, restarted.stderr
+    report = json.loads((out.parent / "out_metrics.json").read_text())
+    assert report["processing"]["resumed"] is False
+    assert report["config"]["compression"]["target_max_tokens"] == 900
