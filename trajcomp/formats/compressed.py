@@ -32,7 +32,7 @@ from typing import IO, Any, BinaryIO, Callable, Iterator, Sequence
 
 import zstandard
 
-from .base import AtomicFile, Format, PartWriter, Record, StreamPart, concat_files
+from .base import Format, PartWriter, Record, StreamPart, concat_files
 from .jsonl import dumps, read_lines
 
 GZIP_LEVEL = 6

@@ -17,8 +17,8 @@ import json
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from .base import AtomicFile, Format, PartWriter, Record, StreamPart
-from .jsonl import as_record, dumps, encode_rows
+from .base import AtomicFile, Record
+from .jsonl import JsonlFormat, as_record
 
 JSON_TYPES = {dict: "object", list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
 
@@ -27,7 +27,9 @@ def json_kind(value: Any) -> str:
     return "null" if value is None else JSON_TYPES.get(type(value), type(value).__name__)
 
 
-class JsonArrayFormat(Format):
+class JsonArrayFormat(JsonlFormat):
+    """Parts are JSON Lines like JsonlFormat's; only reading and joining differ."""
+
     suffix = ".json"
 
     def read(self, path: Path) -> Iterator[Record]:
@@ -49,13 +51,6 @@ class JsonArrayFormat(Format):
                 yield Record(source, index + 1, None, row=element)
             else:
                 yield as_record(source, index + 1, json.dumps(element, ensure_ascii=False), element)
-
-    def write_part(self, path: Path, rows: Sequence[dict[str, Any]], schema: Any = None) -> None:
-        with AtomicFile(path) as out:
-            out.handle.write(encode_rows(rows))
-
-    def open_part(self, path: Path, schema: Any = None) -> PartWriter:
-        return StreamPart(path, dumps)
 
     def join(self, parts: Sequence[Path], dest: Path, schema: Any = None) -> None:
         with AtomicFile(dest) as out:
