@@ -164,7 +164,6 @@ def check_plan(roles: list[str], counts: list[int], params: PlanParams) -> Plan:
     assert 0 <= start < end <= n
     assert (start, end) in regions
     assert start == s_min, "the region starts right after the protected head"
-    assert p.turns_count == end - start
     assert roles[start] != "tool"
     assert end == n or roles[end] != "tool"
     for i in protected_head(roles, params):

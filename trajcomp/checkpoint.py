@@ -8,10 +8,11 @@ bytes do not depend on where, or whether, the run was interrupted.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from .config import ConfigError
 from .formats import AtomicFile
@@ -26,24 +27,35 @@ class WorkDir:
         self.path = path
         self.fingerprint = fingerprint
         self.resumed = False
+        self._lock = None
 
-    def open(self, restart: bool) -> "WorkDir":
-        """Start fresh, or resume the run found here when it is the same run."""
+    def check(self, restart: bool) -> None:
+        """Refuse to resume a different run; with `restart`, forget the interrupted one. Writes nothing else."""
         run_file = self.path / "run.json"
         if restart and self.path.exists():
             shutil.rmtree(self.path)
-        if run_file.exists():
-            previous = json.loads(run_file.read_text(encoding="utf-8"))
-            if previous != self.fingerprint:
-                changed = ", ".join(k for k in self.fingerprint if previous.get(k) != self.fingerprint[k])
-                raise ResumeMismatch(
-                    f"an interrupted run in {self.path} used different {changed or 'settings'}; "
-                    "rerun with the same inputs and settings to resume, or add --restart to start over"
-                )
-            self.resumed = True
-        else:
-            _write_json(run_file, self.fingerprint)
-        return self
+        if not run_file.exists():
+            return
+        previous = json.loads(run_file.read_text(encoding="utf-8"))
+        if previous != self.fingerprint:
+            changed = ", ".join(k for k in self.fingerprint if previous.get(k) != self.fingerprint[k])
+            raise ResumeMismatch(
+                f"an interrupted run in {self.path} used different {changed or 'settings'}; "
+                "rerun with the same inputs and settings to resume, or add --restart to start over"
+            )
+        self.resumed = True
+
+    def begin(self) -> None:
+        """Take the folder for this run (one run at a time) and record its fingerprint."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._lock = open(self.path / "lock", "w")
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock.close()
+            raise ConfigError(f"another trajcomp run is writing to the same output (its work folder {self.path} is locked)") from None
+        if not self.resumed:
+            _write_json(self.path / "run.json", self.fingerprint)
 
     def _file_dir(self, file_index: int) -> Path:
         return self.path / f"file-{file_index:05d}"
@@ -51,12 +63,12 @@ class WorkDir:
     def part(self, file_index: int, part_index: int, suffix: str) -> Path:
         return self._file_dir(file_index) / f"part-{part_index:06d}{suffix}"
 
-    def finished_parts(self, file_index: int) -> list[dict[str, Any]]:
-        """Checkpoints of the file's finished parts, in order (a gap ends the list)."""
-        found = []
-        while (meta := self.part(file_index, len(found), ".done.json")).exists():
-            found.append(json.loads(meta.read_text(encoding="utf-8")))
-        return found
+    def checkpoints(self, file_index: int) -> Iterator[dict[str, Any]]:
+        """Checkpoints of the file's finished parts, in order (a gap ends them)."""
+        index = 0
+        while (meta := self.part(file_index, index, ".done.json")).exists():
+            yield json.loads(meta.read_text(encoding="utf-8"))
+            index += 1
 
     def finish_part(self, file_index: int, part_index: int, checkpoint: dict[str, Any]) -> None:
         _write_json(self.part(file_index, part_index, ".done.json"), checkpoint)
@@ -67,10 +79,15 @@ class WorkDir:
     def mark_file_done(self, file_index: int) -> None:
         _write_json(self._file_dir(file_index) / "joined", {})
 
-    def all_checkpoints(self, files: int) -> list[dict[str, Any]]:
-        return [c for i in range(files) for c in self.finished_parts(i)]
+    def all_checkpoints(self, files: int) -> Iterator[dict[str, Any]]:
+        """Every finished part's checkpoint, one at a time (they hold per-row token counts)."""
+        for index in range(files):
+            yield from self.checkpoints(index)
 
     def remove(self) -> None:
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
         shutil.rmtree(self.path, ignore_errors=True)
 
 

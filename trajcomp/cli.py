@@ -12,6 +12,7 @@ import typer
 from typer.exceptions import TyperException
 
 from .config import ConfigError, load_config
+from .errors import EXIT_FAILED, EXIT_USAGE, fail
 from .tokens import TokenCounter, TokenizerLoadError
 
 app = typer.Typer(
@@ -21,17 +22,11 @@ app = typer.Typer(
     help="Compress datasets of agent trajectories so they fit a training context window.",
 )
 
-EXIT_USAGE = 2
 
 
 @app.callback()
 def _root() -> None:
     """Compress datasets of agent trajectories so they fit a training context window."""
-
-
-def _fail(message: str, code: int = EXIT_USAGE) -> None:
-    typer.echo(f"trajcomp: error: {message}", err=True)
-    raise typer.Exit(code)
 
 
 @app.command()
@@ -119,7 +114,7 @@ def compress(
         )
         counter = TokenCounter(cfg.tokenizer_name, cfg.trust_remote_code)
     except (ConfigError, TokenizerLoadError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if dry_run:
         _dry_run(layout, options, counter, cfg, quiet, as_json)
         return
@@ -127,16 +122,22 @@ def compress(
 
 
 def _dotted(suffix: str | None) -> str | None:
-    return None if suffix is None or suffix.startswith(".") else "." + suffix
+    if suffix is None or suffix.startswith("."):
+        return suffix
+    return "." + suffix
 
 
 def _dry_run(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None:
     from .estimate import estimate
+    from .formats.base import InputError
     from .planner import PlanParams
     from .render import render_estimate
 
-    result = estimate(layout.files, options.selection, counter, PlanParams.from_config(cfg), options.input_format)
-    result = result.to_dict()
+    try:
+        planned = estimate(layout.files, options.selection, counter, PlanParams.from_config(cfg), options.input_format)
+    except InputError as exc:
+        fail(str(exc), EXIT_FAILED)
+    result = planned.to_dict()
     if as_json:
         typer.echo(json.dumps(result, indent=2))
     elif not quiet:
@@ -153,9 +154,9 @@ def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None
         compressor = build_compressor(cfg, counter, layout)
         result = asyncio.run(Runner(cfg, compressor, layout, options).run())
     except ConfigError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except (PreflightError, InputError) as exc:
-        _fail(str(exc), code=1)
+        fail(str(exc), EXIT_FAILED)
     except KeyboardInterrupt:
         typer.echo(
             f"trajcomp: interrupted; finished parts are kept in {layout.work}. "

@@ -10,7 +10,7 @@ from typing import Any, Union
 
 import typer
 
-from .stats import fail
+from .errors import fail
 
 Number = Union[int, float]
 

@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .config import CompressionConfig
 from .metrics import Outcome, RowMetrics
 from .planner import Decision, Plan, PlanParams, plan
-from .rows import ShareGPT, Turn
+from .rows import SHAREGPT, Turn
 from .summarizers import SUMMARY_PREFIX, Summarizer, Summary, SummaryError, SummaryRequest, make_summarizer
 from .summarizers.base import with_prefix
 from .tokens import TokenCounter
-
-SHAREGPT = ShareGPT()
-
-# A summarizer that ignores SummaryRequest.timeout is still stopped this long after it.
-_TIMEOUT_GRACE = 5.0
 
 _UNCHANGED = {
     Decision.SKIPPED_UNDER_TARGET: Outcome.SKIPPED_UNDER_TARGET,
@@ -69,13 +63,10 @@ class TrajectoryCompressor:
         """Compress ShareGPT turns (`[{"from", "value"}, ...]`); the input is never mutated."""
         return await self.compress_turns(turns, SHAREGPT)
 
-    async def compress_turns(
-        self, native: list[dict[str, Any]], fmt=SHAREGPT, counts: Sequence[int] | None = None
-    ) -> tuple[list[dict[str, Any]], RowMetrics]:
-        """Compress validated turns of any row format; `counts` may come precomputed from a batch."""
+    async def compress_turns(self, native: list[dict[str, Any]], fmt=SHAREGPT) -> tuple[list[dict[str, Any]], RowMetrics]:
+        """Compress validated turns of any row format (see rows.py); the input is never mutated."""
         turns = fmt.turns(native)
-        if counts is None:
-            counts = await self.counter.acount([t.text for t in turns])
+        counts = await self.counter.acount([t.text for t in turns])
         p = plan([t.role for t in turns], counts, self.params)
         if p.decision is not Decision.COMPRESS:
             region = (p.start, p.end) if p.decision is Decision.NO_NET_SAVINGS else None
@@ -92,20 +83,16 @@ class TrajectoryCompressor:
     async def _summarize(self, turns: Sequence[Turn]) -> _Sourced:
         request = SummaryRequest(tuple(turns), self._body_budget, self.config.per_trajectory_timeout)
         try:
-            return _Sourced(await self._bounded(self.summarizer, request), self.summarizer.name)
+            return _Sourced(await self.summarizer.summarize(request), self.summarizer.name)
         except SummaryError as exc:
             if self.fallback is None:
                 raise
-            summary = await self.fallback.summarize(request)
-            merged = Summary(summary.text, exc.api_calls, exc.errors)
-            return _Sourced(merged, self.fallback.name, f"{self.summarizer.name} failed: {exc}")
-
-    async def _bounded(self, summarizer: Summarizer, request: SummaryRequest) -> Summary:
-        timeout = request.timeout + _TIMEOUT_GRACE if request.timeout else None
-        try:
-            return await asyncio.wait_for(summarizer.summarize(request), timeout)
-        except asyncio.TimeoutError:
-            raise SummaryError(f"summary timed out after {request.timeout:g}s") from None
+            failed = f"{self.summarizer.name} failed: {exc}"
+            try:
+                summary = await self.fallback.summarize(request)
+            except SummaryError as also:  # keep what the first summarizer cost
+                raise SummaryError(f"{failed}; {self.fallback.name} failed: {also}", exc.api_calls, exc.errors) from None
+            return _Sourced(Summary(summary.text, exc.api_calls, exc.errors), self.fallback.name, failed)
 
     async def _assemble_checked(self, native, fmt, turns, counts, p: Plan, sourced: _Sourced):
         out, changed = assemble(native, fmt, turns, p, sourced.summary.text, self._notice())

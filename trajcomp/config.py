@@ -72,7 +72,7 @@ class CompressionConfig:
         return dataclasses.replace(self, **changes)
 
     def to_sections(self) -> dict[str, dict[str, Any]]:
-        """The effective config in the YAML section layout (for reports and `--dump-config`)."""
+        """The effective config in the YAML section layout (for the report and resume fingerprints)."""
         return {
             section: {key: getattr(self, name) for key, name in keys.items()}
             for section, keys in LAYOUT.items()

@@ -12,7 +12,7 @@ from .formats import Record, format_for
 from .formats.base import read_checked
 from .metrics import distribution
 from .paths import FileJob
-from .selection import Selection
+from .selection import Selection, Taker
 from .planner import Decision, PlanParams, plan
 from .rows import RowError, adapter_for
 from .tokens import TokenCounter
@@ -82,18 +82,14 @@ def estimate(
 
 
 def _valid_turns(files: Iterable[FileJob], selection: Selection, result: Estimate, input_format: str) -> Iterator[list]:
-    taken = 0
+    taker = Taker(selection)
     for job in files:
         file_rows = FileRows(str(job.input))
         result.files.append(file_rows)
-        for record in read_checked(format_for(job.input), job.input):
-            if selection.limit is not None and taken >= selection.limit:
-                return
-            verdict = selection.verdict(job.key, record.line)
+        for record, verdict in taker.select(job.key, read_checked(format_for(job.input), job.input)):
             if verdict is not None:
                 result.not_taken[verdict] += 1
                 continue
-            taken += 1
             try:
                 turns = _turns(record, input_format)
             except RowError as exc:

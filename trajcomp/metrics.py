@@ -76,16 +76,21 @@ class RowMetrics:
         }
 
 
+def nearest_rank(ordered, p: float):
+    """The p-th percentile of sorted values by the nearest-rank method (0 when empty)."""
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)] if len(ordered) else 0
+
+
 def distribution(values: array) -> dict[str, int]:
     """min, p50, p90, p99, max by the nearest-rank method (zeros when empty)."""
-    if not values:
-        return {"min": 0, "p50": 0, "p90": 0, "p99": 0, "max": 0}
     ordered = sorted(values)
-
-    def rank(p: float) -> int:
-        return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
-
-    return {"min": ordered[0], "p50": rank(50), "p90": rank(90), "p99": rank(99), "max": ordered[-1]}
+    return {
+        "min": ordered[0] if ordered else 0,
+        "p50": nearest_rank(ordered, 50),
+        "p90": nearest_rank(ordered, 90),
+        "p99": nearest_rank(ordered, 99),
+        "max": ordered[-1] if ordered else 0,
+    }
 
 
 @dataclass

@@ -102,12 +102,16 @@ def resolve(
         raise ConfigError("several inputs need -o OUTPUT_DIR")
     first = Path(inputs[0]).resolve()  # `trajcomp compress .` names its output after the real folder
     out_dir = output or _with_shard(first.with_name(first.name + config.output_suffix), shard)
+    for text in inputs:
+        if Path(text).is_dir() and out_dir.resolve().is_relative_to(Path(text).resolve()):
+            # Its outputs would be read as inputs by the next run of the same command.
+            raise ConfigError(f"the output folder {out_dir} must not be inside the input folder {text}")
     jobs = []
     for file, root in pairs:
         rel = file.relative_to(root)
         stem, suffix = split_suffix(file)
         jobs.append(FileJob(file, out_dir / rel.with_name(stem + (output_format or suffix)), str(rel)))
-    _check_distinct(jobs)
+    _check_distinct(jobs, [file for file, _ in pairs])
     return Layout(
         jobs, out_dir / config.metrics_output_file, out_dir / "rejects.jsonl",
         out_dir / "summary_cache.sqlite", out_dir / ".trajcomp-work", _skipped_files(inputs),
@@ -119,10 +123,17 @@ def _single_file(path: Path, output, config, output_format, shard) -> Layout:
     if suffix not in INPUT_SUFFIXES:
         raise ConfigError(f"unsupported input file type '{suffix}' ({path}); supported: {', '.join(INPUT_SUFFIXES)}")
     out_suffix = output_format or (suffix if suffix in OUTPUT_SUFFIXES else ".jsonl")
-    out = output or path.with_name(stem + config.output_suffix + _shard_tag(shard) + out_suffix)
-    out_stem, _ = split_suffix(out)
+    default_name = stem + config.output_suffix + _shard_tag(shard) + out_suffix
+    if output is not None and output.is_dir():
+        output = output / default_name
+    out = output or path.with_name(default_name)
+    out_stem, given_suffix = split_suffix(out)
+    if given_suffix not in OUTPUT_SUFFIXES:
+        raise ConfigError(f"cannot write '{given_suffix}' files ({out}); name the output with one of {', '.join(OUTPUT_SUFFIXES)}")
+    if output_format is not None and given_suffix != output_format:
+        raise ConfigError(f"--output-format {output_format} contradicts the output name {out}")
     job = FileJob(path, out, path.name)
-    _check_distinct([job])
+    _check_distinct([job], [path])
     return Layout(
         [job],
         out.with_name(out_stem + "_metrics.json"),
@@ -140,12 +151,14 @@ def _with_shard(path: Path, shard: tuple[int, int] | None) -> Path:
     return path.with_name(path.name + _shard_tag(shard))
 
 
-def _check_distinct(jobs: list[FileJob]) -> None:
+def _check_distinct(jobs: list[FileJob], inputs: list[Path]) -> None:
+    """No output may overwrite any input, nor another output."""
+    read = {p.resolve() for p in inputs}
     seen: dict[Path, Path] = {}
     for job in jobs:
         out = job.output.resolve()
-        if out == job.input.resolve():
-            raise ConfigError(f"the output would overwrite the input: {job.input}")
+        if out in read:
+            raise ConfigError(f"the output {job.output} would overwrite an input")
         if out in seen:
             raise ConfigError(f"{seen[out]} and {job.input} would both be written to {job.output}")
         seen[out] = job.input

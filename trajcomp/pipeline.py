@@ -10,11 +10,12 @@ import asyncio
 import json
 import time
 from collections import deque
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from itertools import islice
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterable
 
 from . import __version__
 from .cache import CachedSummarizer, SummaryCache
@@ -22,13 +23,13 @@ from .checkpoint import WorkDir
 from .compressor import TrajectoryCompressor
 from .config import CompressionConfig
 from .formats import AtomicFile, Format, Record, format_for
-from .formats.base import InputError, PartWriter, read_checked
+from .formats.base import InputError, PartWriter, input_schema, read_checked
 from .formats.jsonl import JSONL
 from .metrics import Aggregate, Outcome, RowMetrics
 from .paths import FileJob, Layout
 from .progress import Progress
 from .rows import RowError, adapter_for
-from .selection import Selection
+from .selection import Selection, Taker
 from .summarizers import make_summarizer
 
 # Settings that change how fast a run goes but never what it writes: a resume may change them.
@@ -81,6 +82,8 @@ class _Part:
     def __init__(self, work: WorkDir, file_index: int, index: int, writer: Format, schema: Any):
         self.work, self.file_index, self.index = work, file_index, index
         self.writer, self.schema = writer, schema
+        for suffix in (writer.suffix, ".rejects.jsonl"):  # a killed run may have left this part's files
+            self._path(suffix).unlink(missing_ok=True)
         self.records = 0
         self.taken = 0
         self.aggregate = Aggregate()
@@ -127,7 +130,11 @@ def build_compressor(config: CompressionConfig, counter, layout: Layout) -> Traj
 
 
 async def ordered_map(items: Iterable, fn: Callable[[Any], Awaitable], window: int) -> AsyncIterator:
-    """fn over items with at most `window` in flight, results in input order."""
+    """fn over items with at most `window` in flight, results in input order.
+
+    Use it with contextlib.aclosing: on an early exit the tasks still running are cancelled and
+    waited for, so none outlives the resources (HTTP session, cache) they use.
+    """
     pending: deque[asyncio.Future] = deque()
     try:
         for item in items:
@@ -139,6 +146,7 @@ async def ordered_map(items: Iterable, fn: Callable[[Any], Awaitable], window: i
     finally:
         for task in pending:
             task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
 
 
 class Runner:
@@ -153,10 +161,12 @@ class Runner:
         self.work = WorkDir(layout.work, self.fingerprint())
         self.progress: Progress | None = None
         self.resumed_rows = 0
+        self.taker = Taker(options.selection)
 
     def fingerprint(self) -> dict[str, Any]:
         """What must not change between an interrupted run and its resume."""
-        config = {s: {k: v for k, v in keys.items() if k not in _SPEED_ONLY} for s, keys in self.config.to_sections().items()}
+        sections = self.config.to_sections().items()
+        config = {s: {k: v for k, v in keys.items() if k not in _SPEED_ONLY} for s, keys in sections}
         return {
             "trajcomp_version": __version__,
             "inputs": [[str(j.input), j.input.stat().st_size, j.input.stat().st_mtime_ns] for j in self.layout.files],
@@ -169,14 +179,17 @@ class Runner:
 
     async def run(self) -> RunResult:
         started, clock = datetime.now(timezone.utc), time.monotonic()
+        self.work.check(self.options.restart)
         try:
             await self.compressor.start()  # preflight: a dead endpoint stops the run before any file exists
-            self.work.open(self.options.restart)
+            self.work.begin()
+            self._count_resumed()
             with Progress(disable=self.options.quiet, live=self.compressor.summarizer.live) as self.progress:
                 for index, job in enumerate(self.layout.files):
-                    await self.run_file(index, job)
+                    if not self.work.is_file_done(index):
+                        await self.run_file(index, job)
         except InputError:
-            if not self.work.all_checkpoints(len(self.layout.files)):
+            if next(self.work.all_checkpoints(len(self.layout.files)), None) is None:
                 self.work.remove()  # nothing finished: leave no trace of a run that could not start
             raise
         finally:
@@ -187,46 +200,41 @@ class Runner:
         self.work.remove()
         return RunResult(report, aggregate)
 
+    def _count_resumed(self) -> None:
+        """Rows the checkpoints already hold, and rows taken so far (--limit counts across files)."""
+        for checkpoint in self.work.all_checkpoints(len(self.layout.files)):
+            self.resumed_rows += checkpoint["records"]
+            self.taker.taken += checkpoint["taken"]
+
     async def run_file(self, index: int, job: FileJob) -> None:
-        if self.work.is_file_done(index):
-            return
-        done = self.work.finished_parts(index)
-        skip = sum(c["records"] for c in done)
-        self.resumed_rows += skip
-        reader = format_for(job.input)
-        writer = format_for(job.output)
-        schema = reader.schema(job.input)
-        taken = sum(c["taken"] for c in done)
-        items = self._selected(job, islice(read_checked(reader, job.input), skip, None), taken)
+        reader, writer = format_for(job.input), format_for(job.output)
+        schema = input_schema(reader, job.input)
+        done = [c["records"] for c in self.work.checkpoints(index)]
+        records = islice(read_checked(reader, job.input), sum(done), None)
         part = _Part(self.work, index, len(done), writer, schema)
         try:
-            async for result in ordered_map(items, self.process, self.window):
-                part.add(result)
-                self._show(result)
-                if part.records == self.options.checkpoint_rows:
-                    part.finish()
-                    part = _Part(self.work, index, part.index + 1, writer, schema)
+            async with aclosing(ordered_map(self.taker.select(job.key, records), self.process, self.window)) as results:
+                async for result in results:
+                    part.add(result)
+                    self._show(result)
+                    if part.records == self.options.checkpoint_rows:
+                        part.finish()
+                        part = _Part(self.work, index, part.index + 1, writer, schema)
         except BaseException:
             part.abort()
             raise
         if part.records:
             part.finish()
-        parts = [self.work.part(index, i, writer.suffix) for i in range(len(self.work.finished_parts(index)))]
+        self._join(index, job, writer, schema)
+
+    def _join(self, index: int, job: FileJob, writer: Format, schema: Any) -> None:
+        """The file's parts joined into its output; then only the checkpoints are still needed."""
+        parts = [self.work.part(index, i, writer.suffix) for i, _ in enumerate(self.work.checkpoints(index))]
         parts = [p for p in parts if p.exists()]  # a part whose rows were all rejected has no output
         writer.join(parts, job.output, schema)
         self.work.mark_file_done(index)
-        for p in parts:  # the joined file holds them now; only the checkpoints are still needed
+        for p in parts:
             p.unlink()
-
-    def _selected(self, job: FileJob, records: Iterator[Record], taken: int) -> Iterator[tuple[Record, str | None]]:
-        """Each record with why it is not taken (None when it is); stops after --limit taken rows."""
-        selection = self.options.selection
-        for record in records:
-            if selection.limit is not None and taken >= selection.limit:
-                return
-            verdict = selection.verdict(job.key, record.line)
-            taken += verdict is None
-            yield record, verdict
 
     async def process(self, item: tuple[Record, str | None]) -> Written | Rejected | Skipped:
         record, verdict = item
@@ -239,7 +247,10 @@ class Runner:
             native = adapter.native_turns(record.row)
         except RowError as exc:
             return Rejected(record, exc.reason, exc.detail)
-        turns, metrics = await self.compressor.compress_turns(native, adapter)
+        try:
+            turns, metrics = await self.compressor.compress_turns(native, adapter)
+        except Exception as exc:  # one row's surprise must not stop a run of a million: reject it, named
+            return Rejected(record, "internal_error", f"{type(exc).__name__}: {exc}")
         if metrics.outcome is Outcome.FAILED and self.config.on_failure == "reject":
             return Rejected(record, "summary_failed", metrics.error or "", metrics)
         if metrics.still_over_limit and not self.config.save_over_limit:
@@ -260,13 +271,11 @@ class Runner:
     def finish(self) -> Aggregate:
         """The run's aggregate from every part's checkpoint, and the rejects file joined from the parts."""
         aggregate = Aggregate()
-        for checkpoint in self.work.all_checkpoints(len(self.layout.files)):
-            aggregate.merge(checkpoint["aggregate"])
-        rejects = [
-            self.work.part(f, p, ".rejects.jsonl")
-            for f in range(len(self.layout.files))
-            for p in range(len(self.work.finished_parts(f)))
-        ]
+        rejects = []
+        for f in range(len(self.layout.files)):
+            for p, checkpoint in enumerate(self.work.checkpoints(f)):
+                aggregate.merge(checkpoint["aggregate"])
+                rejects.append(self.work.part(f, p, ".rejects.jsonl"))
         rejects = [r for r in rejects if r.exists()]
         # A rejects file exists exactly when rows were rejected: a stale one would mislead.
         if rejects:

@@ -44,10 +44,6 @@ class Plan:
     # standing alone, so that two human turns never follow each other.
     merge_into_next: bool = False
 
-    @property
-    def turns_count(self) -> int:
-        return self.end - self.start
-
 
 def plan(roles: Sequence[str], counts: Sequence[int], params: PlanParams) -> Plan:
     """The region to summarize, or why nothing is."""

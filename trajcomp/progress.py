@@ -13,8 +13,8 @@ from tqdm import tqdm
 class Progress:
     """Counts rows by outcome and shows them; `live` adds run facts such as calls in flight."""
 
-    def __init__(self, disable: bool, total: int | None = None, live: Callable[[], dict] | None = None):
-        self.bar = tqdm(total=total, unit="row", disable=disable, file=sys.stderr, dynamic_ncols=True)
+    def __init__(self, disable: bool, live: Callable[[], dict] | None = None):
+        self.bar = tqdm(unit="row", disable=disable, file=sys.stderr, dynamic_ncols=True)
         self.counts: Counter = Counter()
         self.live = live
         self._shown = 0.0

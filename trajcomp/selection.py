@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
 
 
 def _draw(*parts: object) -> int:
@@ -33,3 +34,21 @@ class Selection:
 
     def as_dict(self) -> dict:
         return dict(vars(self))
+
+
+class Taker:
+    """Applies a Selection to the records of one file after another, counting taken rows for --limit."""
+
+    def __init__(self, selection: Selection, taken: int = 0):
+        self.selection = selection
+        self.taken = taken  # across all files of the run (a resume starts from its checkpoints' count)
+
+    def select(self, file_key: str, records: Iterable[Any]) -> Iterator[tuple[Any, str | None]]:
+        """Each record with why it is not taken (None when it is); ends once the limit is reached."""
+        limit = self.selection.limit
+        for record in records:
+            if limit is not None and self.taken >= limit:
+                return
+            verdict = self.selection.verdict(file_key, record.line)
+            self.taken += verdict is None
+            yield record, verdict

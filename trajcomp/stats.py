@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from .config import ConfigError, load_config
+from .errors import EXIT_FAILED, fail
+from .formats.base import InputError
 from .tokens import TokenCounter, TokenizerLoadError
 
 if TYPE_CHECKING:
@@ -63,6 +65,8 @@ def stats(
         result = dataset_stats(jobs, counter, cfg)
     except OSError as exc:
         fail(f"cannot read {exc.filename}: {exc.strerror or exc}")
+    except InputError as exc:
+        fail(str(exc), EXIT_FAILED)
     if as_json:
         typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
     else:
@@ -106,9 +110,3 @@ def dataset_stats(jobs: list[FileJob], counter: TokenCounter, cfg) -> dict[str, 
         "protect_last_n_turns": cfg.protect_last_n_turns,
         **figures,
     }
-
-
-def fail(message: str) -> NoReturn:
-    """One line on stderr, exit 2: the same form as cli._fail (cli itself may run as __main__)."""
-    typer.echo(f"trajcomp: error: {message}", err=True)
-    raise typer.Exit(2)

@@ -36,8 +36,20 @@ def read_checked(fmt: "Format", path: Path) -> Iterator[Record]:
     try:
         yield from fmt.read(path)
     except (ValueError, OSError, EOFError) as exc:
-        message = " ".join(str(exc).split())
-        raise InputError(message if str(path) in message else f"{path}: {message}") from None
+        raise InputError(_named(path, exc)) from None
+
+
+def input_schema(fmt: "Format", path: Path) -> Any:
+    """fmt.schema(path), its errors turned into InputError like read_checked's."""
+    try:
+        return fmt.schema(path)
+    except (ValueError, OSError) as exc:
+        raise InputError(_named(path, exc)) from None
+
+
+def _named(path: Path, exc: BaseException) -> str:
+    message = " ".join(str(exc).split())
+    return message if str(path) in message else f"{path}: {message}"
 
 
 class Format:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from .base import AtomicFile, Record
-from .jsonl import JsonlFormat, as_record
+from .jsonl import SURROGATE_ESCAPE, JsonlFormat, as_record, unicode_error
 
 JSON_TYPES = {dict: "object", list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
 
@@ -35,7 +35,8 @@ class JsonArrayFormat(JsonlFormat):
     def read(self, path: Path) -> Iterator[Record]:
         source = str(path)
         try:
-            data = json.loads(Path(path).read_bytes())  # bytes: the encoding (and a BOM) is detected
+            raw = Path(path).read_bytes()
+            data = json.loads(raw)  # bytes: the encoding (and a BOM) is detected
         except UnicodeDecodeError as exc:
             raise ValueError(f"{path}: not UTF-8 text (byte {exc.start}): {exc.reason}") from exc
         except ValueError as exc:
@@ -45,10 +46,13 @@ class JsonArrayFormat(JsonlFormat):
                 f"{path}: the top level is a JSON {json_kind(data)}, not an array of objects "
                 "(a .json input must be one array of rows; use .jsonl for one object per line)"
             )
+        check_unicode = SURROGATE_ESCAPE.search(raw.decode("utf-8", errors="replace")) is not None
+        del raw
         for index in range(len(data)):
             element, data[index] = data[index], None
             if isinstance(element, dict):
-                yield Record(source, index + 1, None, row=element)
+                error = unicode_error(element) if check_unicode else None
+                yield Record(source, index + 1, None if error is None else json.dumps(element), row=element, error=error)
             else:
                 yield as_record(source, index + 1, json.dumps(element, ensure_ascii=False), element)
 

@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Sequence
 
 from ..rows import RowError
 from .base import AtomicFile, Format, PartWriter, Record, StreamPart, concat_files
+
+
+# JSON may escape half of a surrogate pair ("\ud800") that no UTF-8 file can hold: such a row
+# could not be written, so it is rejected. The regex keeps the costly check to rows that need it.
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def unicode_error(row: Any) -> RowError | None:
+    try:
+        json.dumps(row, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return RowError("invalid_unicode", f"holds an unpaired surrogate ({exc.object[exc.start:exc.end]!a}), not valid Unicode")
+    return None
 
 
 def parse_line(source: str, number: int, data: bytes) -> Record:
@@ -21,6 +35,8 @@ def parse_line(source: str, number: int, data: bytes) -> Record:
         row = json.loads(raw)
     except ValueError as exc:
         return Record(source, number, raw, error=RowError("invalid_json", f"not valid JSON: {exc}"))
+    if SURROGATE_ESCAPE.search(raw) and (error := unicode_error(row)) is not None:
+        return Record(source, number, raw, error=error)
     return as_record(source, number, raw, row)
 
 

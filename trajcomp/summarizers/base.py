@@ -15,7 +15,9 @@ SUMMARY_PREFIX = "[CONTEXT SUMMARY]:"
 class SummaryRequest:
     turns: tuple[Turn, ...]
     target_tokens: int  # budget for the summary body, the prefix already deducted
-    timeout: float | None = None  # seconds for this summary, all retries included
+    # Seconds for this summary, all retries included. Summarizers enforce it themselves, from the
+    # moment they start working on it (not while queueing for capacity).
+    timeout: float | None = None
 
 
 @dataclass(frozen=True)

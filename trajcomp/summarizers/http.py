@@ -79,6 +79,8 @@ class Endpoint:
         self.base_url = base_url.rstrip("/")
         self.api_key_env = api_key_env
         self.api_key = os.environ.get(api_key_env) or None
+        if self.api_key and any(ord(c) < 32 or ord(c) == 127 for c in self.api_key):
+            raise PreflightError(f"the API key in ${api_key_env} holds control characters (a stray newline?)")
         self.timeout = timeout
         self.concurrency = concurrency
         self.in_flight = 0
@@ -106,22 +108,25 @@ class Endpoint:
     def scrub(self, text: str) -> str:
         return redact(" ".join(text.split()), self.api_key)
 
+    def slot(self) -> asyncio.Semaphore:
+        """Held by one summary from its first call to its last: at most `concurrency` at once."""
+        return self._slots
+
     async def chat(self, body: dict[str, Any]) -> Response | Failure:
-        """POST /chat/completions once; never raises for network or HTTP trouble."""
-        async with self._slots:
-            self.in_flight += 1
-            self.sent += 1
-            self.max_in_flight = max(self.max_in_flight, self.in_flight)
-            started = time.monotonic()
-            try:
-                status, headers, text = await self._send("POST", "/chat/completions", body, self.timeout)
-            except asyncio.TimeoutError:
-                return Failure("request timed out", True, seconds=time.monotonic() - started)
-            except aiohttp.ClientError as exc:
-                message = self.scrub(f"connection error: {type(exc).__name__}: {exc}")
-                return Failure(message, True, seconds=time.monotonic() - started)
-            finally:
-                self.in_flight -= 1
+        """POST /chat/completions once; never raises for network or HTTP trouble. Call it holding a slot."""
+        self.in_flight += 1
+        self.sent += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        started = time.monotonic()
+        try:
+            status, headers, text = await self._send("POST", "/chat/completions", body, self.timeout)
+        except asyncio.TimeoutError:
+            return Failure("request timed out", True, seconds=time.monotonic() - started)
+        except aiohttp.ClientError as exc:
+            message = self.scrub(f"connection error: {type(exc).__name__}: {exc}")
+            return Failure(message, True, seconds=time.monotonic() - started)
+        finally:
+            self.in_flight -= 1
         return self._interpret(status, headers, text, time.monotonic() - started)
 
     async def _send(self, method: str, path: str, body: Any, timeout: float) -> tuple[int, Mapping[str, str], str]:

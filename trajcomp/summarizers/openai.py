@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ..cache import request_key
-from ..metrics import distribution
+from ..config import ConfigError
+from ..metrics import nearest_rank
 from ..redact import redact
 from ..rows import Turn
 from .base import Summarizer, Summary, SummaryError, SummaryRequest, strip_prefix
@@ -76,12 +77,14 @@ class OpenAISummarizer(Summarizer):
 
     async def summarize(self, request: SummaryRequest) -> Summary:
         tally = _Tally()
-        try:
-            # The deadline covers everything: waiting for a free slot, the calls and the pauses.
-            return await asyncio.wait_for(self._attempts(self.payload(request), tally), request.timeout)
-        except asyncio.TimeoutError:
-            message = f"timed out after {request.timeout:g}s ({tally.calls} calls; last: {tally.last})"
-            raise SummaryError(message, tally.calls, tally.errors) from None
+        # The deadline starts once a slot is held: time spent queueing behind other rows depends
+        # on the run (concurrency, load), and a row's outcome must not.
+        async with self.endpoint.slot():
+            try:
+                return await asyncio.wait_for(self._attempts(self.payload(request), tally), request.timeout)
+            except asyncio.TimeoutError:
+                message = f"timed out after {request.timeout:g}s ({tally.calls} calls; last: {tally.last})"
+                raise SummaryError(message, tally.calls, tally.errors) from None
 
     async def _attempts(self, body: dict[str, Any], tally: "_Tally") -> Summary:
         while True:
@@ -124,15 +127,14 @@ class OpenAISummarizer(Summarizer):
         return redact(text, self.endpoint.api_key), ""
 
     def run_stats(self) -> dict[str, Any]:
-        lat = sorted(self.latencies)
-        pct = distribution(array("q", [round(x * 1000) for x in lat]))
+        ms = sorted(round(seconds * 1000) for seconds in self.latencies)
         return {
             "model": self.config.summarization_model,
             "base_url": self.config.base_url,
             "http_requests": self.endpoint.sent,
             "retries": self.retries,
             "max_calls_in_flight": self.endpoint.max_in_flight,
-            "latency_ms": {"p50": pct["p50"], "p95": _p95_ms(lat), "max": pct["max"]},
+            "latency_ms": {"p50": nearest_rank(ms, 50), "p95": nearest_rank(ms, 95), "max": ms[-1] if ms else 0},
             "usage": dict(self.usage),
         }
 
@@ -148,13 +150,6 @@ class _Tally:
     calls: int = 0
     errors: int = 0
     last: str = "no call made"
-
-
-def _p95_ms(sorted_seconds) -> int:
-    if not sorted_seconds:
-        return 0
-    index = max(0, -(-95 * len(sorted_seconds) // 100) - 1)
-    return round(sorted_seconds[index] * 1000)
 
 
 def clean_summary(content: str) -> str:
@@ -180,6 +175,9 @@ def _clip_middle(text: str, limit: int) -> str:
 
 
 def _system_prompt(prompt_file: str | None, target_tokens: int) -> str:
-    template = Path(prompt_file).read_text(encoding="utf-8") if prompt_file else SYSTEM_PROMPT
+    try:
+        template = Path(prompt_file).read_text(encoding="utf-8") if prompt_file else SYSTEM_PROMPT
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read summarization.prompt_file {prompt_file}: {exc}") from None
     return template.replace("{target_tokens}", str(target_tokens))
 
