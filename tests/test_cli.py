@@ -541,7 +541,7 @@ def test_sampling_is_deterministic_and_seeded(tmp_path, bpe_tokenizer):
     for res in (quiet, loud, other):
         assert_ok(res)
     assert quiet.stdout == "" and quiet.stderr == "", "--quiet: no report text and no progress bar"
-    assert "not sampled" in loud.stdout and str(tmp_path / "s1b_metrics.json") in loud.stdout
+    assert "not_sampled: " in loud.stdout and str(tmp_path / "s1b_metrics.json") in loud.stdout
     assert other.stderr == "", "--json: no progress bar either"
     seed1_rejected = json.loads((tmp_path / "s1a_metrics.json").read_text(encoding="utf-8"))["rows"]["rejected"]
     seed2_rejected = json.loads(other.stdout)["rows"]["rejected"]

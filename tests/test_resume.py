@@ -51,8 +51,11 @@ def args(src: Path, out: Path, tok: Path, url: str, *extra: str) -> list[str]:
 
 def start(argv: list[str]) -> subprocess.Popen:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    # A shell running the suite in the background may hand its children SIGINT ignored: undo that,
+    # as an interactive terminal would have it.
     return subprocess.Popen([sys.executable, "-m", "trajcomp.cli", *argv], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def wait_for_parts(work: Path, parts: int, proc: subprocess.Popen, timeout: float = 120) -> None:
@@ -104,15 +107,16 @@ def test_kill_9_then_rerun_gives_identical_bytes_and_pays_no_summary_twice(tmp_p
     assert not (out.parent / ".out.jsonl.trajcomp-work").exists()
 
 
-def test_ctrl_c_stops_gracefully_with_exit_130_and_resumes(tmp_path, dataset, bpe_tokenizer):
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_or_sigterm_stops_gracefully_and_resumes(tmp_path, dataset, bpe_tokenizer, sig, code):
     with ServerThread(latency=0.15) as server:
         ref = reference_run(tmp_path, dataset, bpe_tokenizer, server.base_url)
         out = tmp_path / "run" / "out.jsonl"
         proc = start(args(dataset, out, bpe_tokenizer, server.base_url))
         wait_for_parts(out.parent / ".out.jsonl.trajcomp-work", 2, proc)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         _, stderr = proc.communicate(timeout=60)
-        assert proc.returncode == 130, stderr
+        assert proc.returncode == code, stderr
         assert "resume" in stderr and "Traceback" not in stderr
         assert not out.exists()
         result = run_cli(*args(dataset, out, bpe_tokenizer, server.base_url))
@@ -138,3 +142,27 @@ def test_resume_with_other_settings_refuses_and_restart_starts_over(tmp_path, da
     report = json.loads((out.parent / "out_metrics.json").read_text())
     assert report["processing"]["resumed"] is False
     assert report["config"]["compression"]["target_max_tokens"] == 900
+
+
+def test_a_failing_endpoint_stops_the_run_resumably(tmp_path, dataset, bpe_tokenizer):
+    """Rows are not flagged failed one after another while the server is down: the run stops."""
+    with ServerThread(latency=0.05) as server:
+        ref = reference_run(tmp_path, dataset, bpe_tokenizer, server.base_url)
+        server.set_faults(fail_first_n=10_000, fail_status=503)
+        out = tmp_path / "run" / "out.jsonl"
+        down = run_cli(*args(dataset, out, bpe_tokenizer, server.base_url, "--max-retries", "0",
+                             "--retry-delay", "0"), "-c", str(write_limit(tmp_path, 4)))
+        assert down.code == 1 and "4 summaries in a row failed" in down.stderr and "resume" in down.stderr
+        assert not out.exists() and (out.parent / ".out.jsonl.trajcomp-work").exists()
+        server.set_faults(fail_first_n=0)
+        back = run_cli(*args(dataset, out, bpe_tokenizer, server.base_url, "--max-retries", "0",
+                             "--retry-delay", "0"), "-c", str(write_limit(tmp_path, 4)))
+        assert back.code == 0, back.stderr
+    # The parts holding the failures were undone and redone: the same bytes as a run that never failed.
+    assert out.read_bytes() == ref.read_bytes()
+
+
+def write_limit(tmp_path: Path, limit: int) -> Path:
+    path = tmp_path / "stop.yaml"
+    path.write_text(f"processing:\n  max_consecutive_failures: {limit}\n")
+    return path

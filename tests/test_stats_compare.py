@@ -251,7 +251,7 @@ def test_stats_errors_exit_2_with_one_line(case, bad_inputs, bpe_tokenizer):
     args, must_name = {
         "missing_input": (("stats", str(d / "nope.jsonl"), *tok), ["input not found", "nope.jsonl"]),
         "unsupported_file": (("stats", str(d / "rows.txt"), *tok), ["unsupported input file type", "rows.txt"]),
-        "empty_dir": (("stats", str(d / "empty_dir"), *tok), ["no input files", "empty_dir"]),
+        "empty_dir": (("stats", str(d / "empty_dir"), *tok), ["no data files", "empty_dir"]),
         "unknown_config_key": (("stats", str(d / "ok.jsonl"), *tok, "-c", str(d / "unknown_key.yaml")), ["target_max_tokenz"]),
         "missing_tokenizer": (("stats", str(d / "ok.jsonl"), "--tokenizer", str(d / "no_tok")), ["no_tok"]),
     }[case]

@@ -38,9 +38,9 @@ class WorkDir:
             return
         previous = json.loads(run_file.read_text(encoding="utf-8"))
         if previous != self.fingerprint:
-            changed = ", ".join(k for k in self.fingerprint if previous.get(k) != self.fingerprint[k])
+            changed = "; ".join(_differences(previous, self.fingerprint)[:5])
             raise ResumeMismatch(
-                f"an interrupted run in {self.path} used different {changed or 'settings'}; "
+                f"an interrupted run in {self.path} differs ({changed}); "
                 "rerun with the same inputs and settings to resume, or add --restart to start over"
             )
         self.resumed = True
@@ -73,6 +73,12 @@ class WorkDir:
     def finish_part(self, file_index: int, part_index: int, checkpoint: dict[str, Any]) -> None:
         _write_json(self.part(file_index, part_index, ".done.json"), checkpoint)
 
+    def undo_parts(self, file_index: int, first: int) -> None:
+        """Forget finished parts from `first` on (latest first, so no gap ever hides a later one)."""
+        finished = sum(1 for _ in self.checkpoints(file_index))
+        for index in range(finished - 1, first - 1, -1):
+            self.part(file_index, index, ".done.json").unlink(missing_ok=True)
+
     def is_file_done(self, file_index: int) -> bool:
         return (self._file_dir(file_index) / "joined").exists()
 
@@ -89,6 +95,18 @@ class WorkDir:
             self._lock.close()
             self._lock = None
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _differences(old: Any, new: Any, where: str = "") -> list[str]:
+    """'config.compression.target_max_tokens: 800 -> 900' for each leaf that changed."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        keys = list(new) + [k for k in old if k not in new]
+        return [d for k in keys for d in _differences(old.get(k), new.get(k), f"{where}.{k}" if where else k)]
+    if old == new:
+        return []
+    if where == "inputs":  # name the file, not the whole list
+        return [f"input {n[0]} changed (size or modification time)" for n in new if n not in old] or ["inputs"]
+    return [f"{where}: {old!r} -> {new!r}"]
 
 
 def _write_json(path: Path, data: Any) -> None:

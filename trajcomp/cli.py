@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Optional
@@ -12,7 +13,7 @@ import typer
 from typer.exceptions import TyperException
 
 from .config import ConfigError, load_config
-from .errors import EXIT_FAILED, EXIT_USAGE, fail
+from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_ROWS_FAILED, EXIT_TERMINATED, EXIT_USAGE, fail
 from .tokens import TokenCounter, TokenizerLoadError
 
 app = typer.Typer(
@@ -145,28 +146,51 @@ def _dry_run(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None:
 
 
 def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None:
-    from .pipeline import Runner, build_compressor
+    from .pipeline import Runner, SummarizerDown, build_compressor
     from .render import render_report
     from .formats.base import InputError
     from .summarizers.http import PreflightError
 
     try:
         compressor = build_compressor(cfg, counter, layout)
-        result = asyncio.run(Runner(cfg, compressor, layout, options).run())
+        result = asyncio.run(_run_until_stopped(Runner(cfg, compressor, layout, options)))
     except ConfigError as exc:
         fail(str(exc))
-    except (PreflightError, InputError) as exc:
+    except (PreflightError, InputError, SummarizerDown) as exc:
         fail(str(exc), EXIT_FAILED)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, _Terminated) as exc:
         typer.echo(
             f"trajcomp: interrupted; finished parts are kept in {layout.work}. "
             "Run the same command again to resume.", err=True,
         )
-        raise typer.Exit(130)
+        raise typer.Exit(EXIT_TERMINATED if isinstance(exc, _Terminated) else EXIT_INTERRUPTED)
     if as_json:
         typer.echo(json.dumps(result.report, indent=2, ensure_ascii=False))
     elif not quiet:
         typer.echo(render_report(result.report, str(layout.report)))
+    failed = result.report["summary"]["trajectories_failed"] + result.report["rows"]["reject_reasons"].get("summary_failed", 0)
+    if failed:
+        fail(f"{failed} rows could not be summarized (see the report); run the same command again to retry "
+             "them: summaries already made come from the cache", EXIT_ROWS_FAILED)
+
+
+class _Terminated(Exception):
+    """SIGTERM arrived (a scheduler, a preempted machine): stop like Ctrl-C."""
+
+
+async def _run_until_stopped(runner):
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    terminated = []
+    loop.add_signal_handler(signal.SIGTERM, lambda: (terminated.append(True), task.cancel()))
+    try:
+        return await runner.run()
+    except asyncio.CancelledError:
+        if terminated:
+            raise _Terminated() from None
+        raise
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -182,7 +206,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except (typer.Abort, KeyboardInterrupt):
         typer.echo("trajcomp: interrupted", err=True)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     sys.exit(code if isinstance(code, int) else 0)
 
 

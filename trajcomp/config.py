@@ -59,6 +59,7 @@ class CompressionConfig:
     save_over_limit: bool = True
     per_trajectory_timeout: float = 300.0
     on_failure: str = "keep"
+    max_consecutive_failures: int = 50
     # metrics
     metrics_enabled: bool = True
     metrics_per_trajectory: bool = True
@@ -119,6 +120,7 @@ LAYOUT: dict[str, dict[str, str]] = {
         "save_over_limit": "save_over_limit",
         "per_trajectory_timeout": "per_trajectory_timeout",
         "on_failure": "on_failure",
+        "max_consecutive_failures": "max_consecutive_failures",
     },
     "metrics": {
         "enabled": "metrics_enabled",
@@ -155,7 +157,7 @@ def validate(cfg: CompressionConfig) -> None:
     for name in positive:
         if getattr(cfg, name) <= 0:
             raise ConfigError(f"{name} must be > 0, got {getattr(cfg, name)}")
-    for name in ("protect_last_n_turns", "max_retries", "retry_delay", "temperature"):
+    for name in ("protect_last_n_turns", "max_retries", "retry_delay", "temperature", "max_consecutive_failures"):
         if getattr(cfg, name) < 0:
             raise ConfigError(f"{name} must be >= 0, got {getattr(cfg, name)}")
     for name in ("request_timeout", "per_trajectory_timeout"):

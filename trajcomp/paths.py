@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,13 +29,16 @@ class Layout:
     skipped: tuple[Path, ...] = ()  # .json files in input folders that are not arrays of rows
 
 
-def expand_inputs(inputs: list[str]) -> list[tuple[Path, Path]]:
+def expand_inputs(inputs: list[str], output_suffix: str = "_compressed") -> list[tuple[Path, Path]]:
     """(file, root) pairs: files as given, directories recursively, globs expanded; sorted per argument."""
     found: list[tuple[Path, Path]] = []
     for text in inputs:
         path = Path(text)
         if path.is_dir():
-            found.extend((f, path) for f in _data_files(path))
+            files = _data_files(path, output_suffix)
+            if not files:
+                raise ConfigError(f"no data files in {text} (looked for {', '.join(INPUT_SUFFIXES)})")
+            found.extend((f, path) for f in files)
         elif path.is_file():
             found.append((path, path.parent))
         elif glob.has_magic(text):
@@ -48,22 +52,37 @@ def expand_inputs(inputs: list[str]) -> list[tuple[Path, Path]]:
     return found
 
 
-def _visible_files(directory: Path) -> list[Path]:
-    # Hidden files and folders are skipped: they hold trajcomp's own work files and temp outputs.
+def _visible_files(directory: Path, output_suffix: str) -> list[Path]:
+    # Hidden files and folders hold trajcomp's own work files and temp outputs; folders that are
+    # an earlier run's output (data_compressed/ beside data/) are not new data either.
     files = []
     for root, dirs, names in os.walk(directory):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not _earlier_output(Path(root), d, dirs, output_suffix))
         files.extend(Path(root) / n for n in sorted(names) if not n.startswith("."))
     return files
 
 
-def _data_files(directory: Path) -> list[Path]:
-    return [f for f in _visible_files(directory) if split_suffix(f)[1] in INPUT_SUFFIXES and not _side_file(f)]
+def _earlier_output(folder: Path, name: str, siblings: list[str], output_suffix: str) -> bool:
+    """`name` is what trajcomp writes for a sibling in `folder` (x_compressed.jsonl beside x.jsonl)."""
+    match = re.fullmatch(rf"(.+){re.escape(output_suffix)}(?:\.shard-\d+-of-\d+)?(\..+)?", name)
+    if not match:
+        return False
+    base = match.group(1)
+    return any(s == base or split_suffix(folder / s)[0] == base for s in siblings if s != name)
 
 
-def _side_file(path: Path) -> bool:
-    """Not rows: an earlier run's rejects, or a .json file that is not an array (tokenizer.json...)."""
+def _data_files(directory: Path, output_suffix: str) -> list[Path]:
+    return [
+        f for f in _visible_files(directory, output_suffix)
+        if split_suffix(f)[1] in INPUT_SUFFIXES and not _side_file(f, output_suffix)
+    ]
+
+
+def _side_file(path: Path, output_suffix: str) -> bool:
+    """Not rows: an earlier run's output or rejects, or a .json file that is not an array (tokenizer.json)."""
     if path.name == "rejects.jsonl" or path.name.endswith("_rejects.jsonl"):
+        return True
+    if _earlier_output(path.parent, path.name, [p.name for p in path.parent.iterdir()], output_suffix):
         return True
     if split_suffix(path)[1] != ".json":
         return False
@@ -72,9 +91,12 @@ def _side_file(path: Path) -> bool:
     return not head.startswith(b"[")
 
 
-def _skipped_files(inputs: list[str]) -> tuple[Path, ...]:
-    """The side files that folders among `inputs` hold, named in the report."""
-    return tuple(f for t in inputs if Path(t).is_dir() for f in _visible_files(Path(t)) if _side_file(f))
+def _skipped_files(inputs: list[str], output_suffix: str) -> tuple[Path, ...]:
+    """The files that folders among `inputs` hold but are not data, named in the report."""
+    return tuple(
+        f for t in inputs if Path(t).is_dir() for f in _visible_files(Path(t), output_suffix)
+        if split_suffix(f)[1] in INPUT_SUFFIXES and _side_file(f, output_suffix)
+    )
 
 
 def _glob_root(pattern: str) -> str:
@@ -94,7 +116,7 @@ def resolve(
     """The Layout of a run; impossible combinations raise ConfigError (exit 2)."""
     if output_format is not None and output_format not in OUTPUT_SUFFIXES:
         raise ConfigError(f"unknown output format '{output_format}' (choose from {', '.join(OUTPUT_SUFFIXES)})")
-    pairs = expand_inputs(inputs)
+    pairs = expand_inputs(inputs, config.output_suffix)
     single_file = len(inputs) == 1 and Path(inputs[0]).is_file()
     if single_file:
         return _single_file(pairs[0][0], output, config, output_format, shard)
@@ -114,7 +136,7 @@ def resolve(
     _check_distinct(jobs, [file for file, _ in pairs])
     return Layout(
         jobs, out_dir / config.metrics_output_file, out_dir / "rejects.jsonl",
-        out_dir / "summary_cache.sqlite", out_dir / ".trajcomp-work", _skipped_files(inputs),
+        out_dir / "summary_cache.sqlite", out_dir / ".trajcomp-work", _skipped_files(inputs, config.output_suffix),
     )
 
 

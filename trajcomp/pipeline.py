@@ -33,7 +33,11 @@ from .selection import Selection, Taker
 from .summarizers import make_summarizer
 
 # Settings that change how fast a run goes but never what it writes: a resume may change them.
-_SPEED_ONLY = {"num_workers", "max_concurrent_requests", "cache"}
+_SPEED_ONLY = {"num_workers", "max_concurrent_requests", "cache", "max_consecutive_failures"}
+
+
+class SummarizerDown(RuntimeError):
+    """Too many summaries failed in a row: the run stops, resumable, instead of flagging every row."""
 
 
 @dataclass(frozen=True)
@@ -162,6 +166,8 @@ class Runner:
         self.progress: Progress | None = None
         self.resumed_rows = 0
         self.taker = Taker(options.selection)
+        self.failures_in_a_row = 0
+        self.streak_began = (0, 0)  # (file, part) where the current run of failures began
 
     def fingerprint(self) -> dict[str, Any]:
         """What must not change between an interrupted run and its resume."""
@@ -215,6 +221,7 @@ class Runner:
         try:
             async with aclosing(ordered_map(self.taker.select(job.key, records), self.process, self.window)) as results:
                 async for result in results:
+                    self._watch_failures(result, index, part.index)
                     part.add(result)
                     self._show(result)
                     if part.records == self.options.checkpoint_rows:
@@ -226,6 +233,26 @@ class Runner:
         if part.records:
             part.finish()
         self._join(index, job, writer, schema)
+
+    def _watch_failures(self, result: Written | Rejected | Skipped, file_index: int, part_index: int) -> None:
+        """Stop when summaries keep failing; the parts holding the streak are undone, to be redone."""
+        metrics = getattr(result, "metrics", None)
+        if metrics is None or metrics.outcome not in (Outcome.FAILED, Outcome.COMPRESSED):
+            return
+        if metrics.outcome is Outcome.COMPRESSED:
+            self.failures_in_a_row = 0
+            return
+        if self.failures_in_a_row == 0:
+            self.streak_began = (file_index, part_index)
+        self.failures_in_a_row += 1
+        limit = self.config.max_consecutive_failures
+        if limit and self.failures_in_a_row >= limit:
+            began_file, began_part = self.streak_began
+            self.work.undo_parts(file_index, began_part if began_file == file_index else 0)
+            raise SummarizerDown(
+                f"{self.failures_in_a_row} summaries in a row failed (last: {metrics.error}); stopped. "
+                f"Finished parts are kept in {self.layout.work}: run the same command again to resume"
+            )
 
     def _join(self, index: int, job: FileJob, writer: Format, schema: Any) -> None:
         """The file's parts joined into its output; then only the checkpoints are still needed."""

@@ -14,26 +14,32 @@ def _n(value: float) -> str:
 
 def render_report(report: dict[str, Any], report_path: str) -> str:
     s, t, rows, p = report["summary"], report["tokens"], report["rows"], report["processing"]
-    d = report["distribution"]
+    d, outcomes, calls = report["distribution"], s["outcomes"], report["summarization"]
+    unchanged = {k: v for k, v in outcomes.items() if k not in ("compressed", "failed") and v}
     lines = [
         f"trajcomp: {_n(rows['read'])} rows read in {p['duration_seconds']:.1f}s ({_n(p['rows_per_second'])} rows/s)",
         f"  compressed          {_n(s['trajectories_compressed'])}",
-        f"  under target        {_n(s['trajectories_skipped_under_target'])} (left as they were)",
-        f"  still over limit    {_n(s['trajectories_still_over_limit'])}",
-        f"  failed              {_n(s['trajectories_failed'])} (written unchanged, flagged)",
+        f"  left unchanged      {_n(sum(unchanged.values()))}" + _reasons(unchanged),
+        f"  failed              {_n(s['trajectories_failed'])} (no summary could be had: written unchanged, flagged)",
         f"  rejected            {_n(rows['rejected'])}" + _reasons(rows["reject_reasons"]),
+        f"  still over limit    {_n(s['trajectories_still_over_limit'])} (of the rows written)",
         f"  tokens              {_n(t['total_original'])} -> {_n(t['total_compressed'])} "
         f"(ratio {t['overall_compression_ratio']})",
         f"  tokens per row p50  {_n(d['before']['p50'])} -> {_n(d['after']['p50'])}, "
         f"max {_n(d['before']['max'])} -> {_n(d['after']['max'])}",
-        f"  summarizer          {report['summarization']['summarizer']}: "
-        f"{_n(report['summarization']['api_calls'])} API calls, {_n(report['summarization']['errors'])} errors",
+        f"  summarizer          {calls['summarizer']}: {_n(calls['api_calls'])} API calls, {_n(calls['errors'])} errors"
+        + (f", {_n(calls['cache_hits'])} from the cache" if calls.get("cache_hits") else ""),
         f"  report              {report_path}",
     ]
-    if rows["not_sampled"]:
-        lines.insert(1, f"  not sampled         {_n(rows['not_sampled'])}")
+    not_taken = {k: rows[k] for k in ("not_sampled", "other_shards") if rows[k]}
+    if not_taken:
+        lines.insert(1, f"  not taken           {_n(sum(not_taken.values()))}" + _reasons(not_taken))
+    if p["rows_from_checkpoint"]:
+        lines.insert(1, f"  resumed             {_n(p['rows_from_checkpoint'])} rows were done before the interruption")
     if p["rejects_file"]:
         lines.append(f"  rejects             {p['rejects_file']}")
+    if p["skipped_files"]:
+        lines.append(f"  not data, skipped   {', '.join(p['skipped_files'])}")
     return "\n".join(lines)
 
 
