@@ -266,6 +266,8 @@ def test_stats_errors_exit_2_with_one_line(case, bad_inputs, bpe_tokenizer):
 
 # Where each figure sits in a report: written out here, independently of compare.FIGURES.
 REPORT_PATHS = {
+    "target_max_tokens": ("config", "compression", "target_max_tokens"),
+    "summary_target_tokens": ("config", "compression", "summary_target_tokens"),
     "rows_read": ("rows", "read"),
     "rows_written": ("rows", "written"),
     "rows_rejected": ("rows", "rejected"),
@@ -340,14 +342,16 @@ def test_compare_text_table(two_reports):
     res = run_cli("compare", *map(str, two_reports))
     assert_ok(res)
     a, b = (json.loads(p.read_text(encoding="utf-8")) for p in two_reports)
-    header = res.stdout.splitlines()[0].split()
-    assert header == ["runA/a_metrics.json", "runB/a_metrics.json", "diff", "diff", "%"]
+    lines = res.stdout.splitlines()
+    assert lines[:3] == ["A = runA/a_metrics.json", "B = runB/a_metrics.json", ""]
+    assert lines[3].split() == ["A", "B", "B-A", "%"]
+    assert cells(res.stdout, "target max tokens") == ["2,500", "4,000", "+1,500", "+60.0%"]
     ta, tb = a["tokens"]["total_compressed"], b["tokens"]["total_compressed"]
     assert cells(res.stdout, "tokens after") == [f"{ta:,}", f"{tb:,}", f"{tb - ta:+,}", f"{(tb - ta) / ta * 100:+.1f}%"]
     ra, rb = a["tokens"]["overall_compression_ratio"], b["tokens"]["overall_compression_ratio"]
     assert cells(res.stdout, "overall ratio")[:3] == [f"{ra:.4f}", f"{rb:.4f}", f"{rb - ra:+.4f}"]
     assert cells(res.stdout, "http requests") == ["-", "-", "-", "-"]
-    assert len({len(line) for line in res.stdout.splitlines()}) == 1, "columns are aligned"
+    assert len({len(line) for line in res.stdout.splitlines()[3:]}) == 1, "columns are aligned"
 
 
 def test_compare_three_reports_with_an_older_one_missing_keys(two_reports, tmp_path):

@@ -24,6 +24,8 @@ class Figure:
 
 
 FIGURES = (
+    Figure("target_max_tokens", "target max tokens", ("config", "compression", "target_max_tokens")),
+    Figure("summary_target_tokens", "summary target tokens", ("config", "compression", "summary_target_tokens")),
     Figure("rows_read", "rows read", ("rows", "read")),
     Figure("rows_written", "rows written", ("rows", "written")),
     Figure("rows_rejected", "rows rejected", ("rows", "rejected")),
@@ -89,7 +91,7 @@ def compare(
        "differences": {figure: one {"absolute", "percent"}
                        per report after the first}}
     percent is null when the first report's value is 0 or missing.
-    Figures: rows_read, rows_written, rows_rejected, compressed,
+    Figures: target_max_tokens, summary_target_tokens, rows_read, rows_written, rows_rejected, compressed,
       skipped_under_target, still_over_limit, failed, tokens_before,
       tokens_after, compression_ratio, p50_tokens_after, p99_tokens_after,
       api_calls, http_requests, cache_hits, duration_seconds,

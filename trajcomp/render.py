@@ -117,12 +117,14 @@ def _plan_rows(st: dict[str, Any]) -> list[list[str]]:
     ]
 
 
-def render_comparison(comparison: Comparison, figures: Sequence[Figure], width: int = 28) -> str:
+def render_comparison(comparison: Comparison, figures: Sequence[Figure]) -> str:
     """`trajcomp compare` as text: a row per figure, a column per report, each later one's difference to the first."""
-    names = [_clip(name, width) for name in comparison.names]
-    header = ["", names[0]]
-    for name in names[1:]:
-        header += [name, "diff", "diff %"]
+    # Columns are lettered and the letters explained above: report paths are too long for headers.
+    letters = [chr(ord("A") + i) if i < 26 else f"R{i + 1}" for i in range(len(comparison.names))]
+    legend = [f"{letter} = {name}" for letter, name in zip(letters, comparison.names)]
+    header = ["", letters[0]]
+    for letter in letters[1:]:
+        header += [letter, f"{letter}-{letters[0]}", "%"]
     rows = [header]
     for f in figures:
         first, *later = comparison.values[f.key]
@@ -130,7 +132,7 @@ def render_comparison(comparison: Comparison, figures: Sequence[Figure], width: 
         for value, diff in zip(later, comparison.differences(f.key)):
             row += [_value(value, f.decimals), _value(diff["absolute"], f.decimals, "+"), _percent(diff["percent"])]
         rows.append(row)
-    return "\n".join(table(rows, indent=""))
+    return "\n".join(legend + [""] + table(rows, indent=""))
 
 
 def _value(value: float | None, decimals: int | None, sign: str = "") -> str:
@@ -143,8 +145,3 @@ def _value(value: float | None, decimals: int | None, sign: str = "") -> str:
 
 def _percent(value: float | None) -> str:
     return "-" if value is None else f"{value:+.1f}%"
-
-
-def _clip(name: str, width: int) -> str:
-    # Keep the end of a long name: the file name and the run folder tell reports apart.
-    return name if len(name) <= width else "..." + name[-(width - 3):]
