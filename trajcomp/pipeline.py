@@ -292,7 +292,7 @@ class Runner:
             self.progress.update("rejected")
         elif isinstance(result, Written):
             outcome = result.metrics.outcome
-            kind = {Outcome.COMPRESSED: "compressed", Outcome.FAILED: "failed"}.get(outcome, "skipped")
+            kind = {Outcome.COMPRESSED: "compressed", Outcome.FAILED: "failed"}.get(outcome, "unchanged")
             self.progress.update(kind)
 
     def finish(self) -> Aggregate:

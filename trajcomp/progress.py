@@ -28,7 +28,7 @@ class Progress:
             self.bar.set_postfix(self._postfix(), refresh=False)
 
     def _postfix(self) -> dict:
-        shown = {k: self.counts[k] for k in ("compressed", "skipped", "failed", "rejected")}
+        shown = {k: self.counts[k] for k in ("compressed", "unchanged", "failed", "rejected")}
         return {**shown, **(self.live() if self.live else {})}
 
     def __enter__(self) -> "Progress":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 from dataclasses import dataclass
+from functools import partial
 from typing import Sequence
 
 
@@ -46,8 +47,13 @@ def _load(name_or_path: str, trust_remote_code: bool):
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     from transformers import AutoTokenizer
 
+    if name_or_path.startswith(("./", "../", "/", "~")) and not os.path.isdir(os.path.expanduser(name_or_path)):
+        raise TokenizerLoadError(f"tokenizer folder not found: {name_or_path}")
+    load = partial(AutoTokenizer.from_pretrained, os.path.expanduser(name_or_path), use_fast=True,
+                   trust_remote_code=trust_remote_code)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(name_or_path, use_fast=True, trust_remote_code=trust_remote_code)
+        # The local cache first: where the Hub is out of reach, asking it costs a minute of retries.
+        tokenizer = _first_success(partial(load, local_files_only=True), load)
     except Exception as exc:  # transformers raises many types here (OSError, ValueError, HTTP errors)
         raise TokenizerLoadError(_load_hint(name_or_path, exc)) from None
     if not getattr(tokenizer, "is_fast", False):
@@ -56,6 +62,16 @@ def _load(name_or_path: str, trust_remote_code: bool):
             "(a tokenizer.json in the tokenizer folder)"
         )
     return tokenizer
+
+
+def _first_success(*attempts):
+    """The first attempt that does not raise; the last one's error otherwise."""
+    for attempt in attempts[:-1]:
+        try:
+            return attempt()
+        except Exception:
+            continue
+    return attempts[-1]()
 
 
 def _load_hint(name_or_path: str, exc: Exception) -> str:
