@@ -26,77 +26,82 @@ class Layout:
     rejects: Path
     cache: Path
     work: Path  # checkpoints and finished parts; removed when the run completes
-    skipped: tuple[Path, ...] = ()  # .json files in input folders that are not arrays of rows
+    skipped: tuple[Path, ...] = ()  # files in input folders that are not data
 
 
-def expand_inputs(inputs: list[str], output_suffix: str = "_compressed") -> list[tuple[Path, Path]]:
-    """(file, root) pairs: files as given, directories recursively, globs expanded; sorted per argument."""
-    found: list[tuple[Path, Path]] = []
+@dataclass(frozen=True)
+class Inputs:
+    pairs: list[tuple[Path, Path]]  # (file, the root its output path is mirrored from)
+    skipped: tuple[Path, ...]  # files in input folders that are not data, for the report
+
+
+def expand_inputs(inputs: list[str], output_suffix: str = "_compressed") -> Inputs:
+    """Files as given, directories recursively, globs expanded; sorted per argument."""
+    pairs: list[tuple[Path, Path]] = []
+    skipped: list[Path] = []
     for text in inputs:
         path = Path(text)
         if path.is_dir():
-            files = _data_files(path, output_suffix)
+            files, not_data = _scan(path, output_suffix)
             if not files:
                 raise ConfigError(f"no data files in {text} (looked for {', '.join(INPUT_SUFFIXES)})")
-            found.extend((f, path) for f in files)
+            pairs.extend((f, path) for f in files)
+            skipped.extend(not_data)
         elif path.is_file():
-            found.append((path, path.parent))
+            pairs.append((path, path.parent))
         elif glob.has_magic(text):
             matches = sorted(Path(m) for m in glob.glob(text, recursive=True))
             files = [m for m in matches if m.is_file() and split_suffix(m)[1] in INPUT_SUFFIXES]
             if not files:
                 raise ConfigError(f"no input file matches {text}")
-            found.extend((f, Path(_glob_root(text))) for f in files)
+            pairs.extend((f, Path(_glob_root(text))) for f in files)
         else:
             raise ConfigError(f"input not found: {text}")
-    return found
+    return Inputs(pairs, tuple(skipped))
 
 
-def _visible_files(directory: Path, output_suffix: str) -> list[Path]:
-    # Hidden files and folders hold trajcomp's own work files and temp outputs; folders that are
-    # an earlier run's output (data_compressed/ beside data/) are not new data either.
-    files = []
+def _scan(directory: Path, output_suffix: str) -> tuple[list[Path], list[Path]]:
+    """A folder's data files, and the files of input types in it that are not data.
+
+    Not data: hidden files and folders (trajcomp's own work files and temp outputs), an earlier
+    run's output beside its input (x_compressed.jsonl beside x.jsonl, data_compressed/ beside
+    data/), rejects files, and .json files that are not arrays (tokenizer.json).
+    """
+    data, not_data = [], []
     for root, dirs, names in os.walk(directory):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not _earlier_output(Path(root), d, dirs, output_suffix))
-        files.extend(Path(root) / n for n in sorted(names) if not n.startswith("."))
-    return files
+        stems = _stems(dirs + names)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not _earlier_output(d, stems, output_suffix))
+        for name in sorted(n for n in names if not n.startswith(".")):
+            path = Path(root) / name
+            if split_suffix(path)[1] not in INPUT_SUFFIXES:
+                continue
+            side = _earlier_output(name, stems, output_suffix) or _side_file(path)
+            (not_data if side else data).append(path)
+    return data, not_data
 
 
-def _earlier_output(folder: Path, name: str, siblings: list[str], output_suffix: str) -> bool:
-    """`name` is what trajcomp writes for a sibling in `folder` (x_compressed.jsonl beside x.jsonl)."""
-    match = re.fullmatch(rf"(.+){re.escape(output_suffix)}(?:\.shard-\d+-of-\d+)?(\..+)?", name)
-    if not match:
+def _stems(names: list[str]) -> set[str]:
+    """Every name of a folder listing, with and without its file suffix."""
+    return set(names) | {split_suffix(Path(n))[0] for n in names}
+
+
+def _earlier_output(name: str, stems: set[str], output_suffix: str) -> bool:
+    """`name` is what trajcomp writes for a sibling (x_compressed.jsonl beside x.jsonl)."""
+    if not output_suffix:  # outputs then carry their input's own name: nothing to tell apart
         return False
-    base = match.group(1)
-    return any(s == base or split_suffix(folder / s)[0] == base for s in siblings if s != name)
+    match = re.fullmatch(rf"(.+){re.escape(output_suffix)}(?:\.shard-\d+-of-\d+)?(\..+)?", name)
+    return match is not None and match.group(1) in stems
 
 
-def _data_files(directory: Path, output_suffix: str) -> list[Path]:
-    return [
-        f for f in _visible_files(directory, output_suffix)
-        if split_suffix(f)[1] in INPUT_SUFFIXES and not _side_file(f, output_suffix)
-    ]
-
-
-def _side_file(path: Path, output_suffix: str) -> bool:
-    """Not rows: an earlier run's output or rejects, or a .json file that is not an array (tokenizer.json)."""
+def _side_file(path: Path) -> bool:
+    """Rejects files, and .json files that are not arrays of rows."""
     if path.name == "rejects.jsonl" or path.name.endswith("_rejects.jsonl"):
-        return True
-    if _earlier_output(path.parent, path.name, [p.name for p in path.parent.iterdir()], output_suffix):
         return True
     if split_suffix(path)[1] != ".json":
         return False
     with open(path, "rb") as f:
         head = f.read(4096).lstrip()
     return not head.startswith(b"[")
-
-
-def _skipped_files(inputs: list[str], output_suffix: str) -> tuple[Path, ...]:
-    """The files that folders among `inputs` hold but are not data, named in the report."""
-    return tuple(
-        f for t in inputs if Path(t).is_dir() for f in _visible_files(Path(t), output_suffix)
-        if split_suffix(f)[1] in INPUT_SUFFIXES and _side_file(f, output_suffix)
-    )
 
 
 def _glob_root(pattern: str) -> str:
@@ -116,7 +121,8 @@ def resolve(
     """The Layout of a run; impossible combinations raise ConfigError (exit 2)."""
     if output_format is not None and output_format not in OUTPUT_SUFFIXES:
         raise ConfigError(f"unknown output format '{output_format}' (choose from {', '.join(OUTPUT_SUFFIXES)})")
-    pairs = expand_inputs(inputs, config.output_suffix)
+    found = expand_inputs(inputs, config.output_suffix)
+    pairs = found.pairs
     single_file = len(inputs) == 1 and Path(inputs[0]).is_file()
     if single_file:
         return _single_file(pairs[0][0], output, config, output_format, shard)
@@ -136,7 +142,7 @@ def resolve(
     _check_distinct(jobs, [file for file, _ in pairs])
     return Layout(
         jobs, out_dir / config.metrics_output_file, out_dir / "rejects.jsonl",
-        out_dir / "summary_cache.sqlite", out_dir / ".trajcomp-work", _skipped_files(inputs, config.output_suffix),
+        out_dir / "summary_cache.sqlite", out_dir / ".trajcomp-work", found.skipped,
     )
 
 

@@ -81,7 +81,7 @@ def input_jobs(inputs: list[str]) -> list[FileJob]:
     from .paths import FileJob, expand_inputs
 
     jobs, seen = [], set()
-    for file, root in expand_inputs(inputs):
+    for file, root in expand_inputs(inputs).pairs:
         suffix = split_suffix(file)[1]
         if suffix not in INPUT_SUFFIXES:  # expand_inputs takes a named file whatever its type
             raise ConfigError(f"unsupported input file type '{suffix}' ({file}); supported: {', '.join(INPUT_SUFFIXES)}")
