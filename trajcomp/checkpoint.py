@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .config import ConfigError
-from .formats import AtomicFile
+from .formats.base import write_json
 
 
 class ResumeMismatch(ConfigError):
@@ -55,7 +55,7 @@ class WorkDir:
             self._lock.close()
             raise ConfigError(f"another trajcomp run is writing to the same output (its work folder {self.path} is locked)") from None
         if not self.resumed:
-            _write_json(self.path / "run.json", self.fingerprint)
+            write_json(self.path / "run.json", self.fingerprint)
 
     def _file_dir(self, file_index: int) -> Path:
         return self.path / f"file-{file_index:05d}"
@@ -71,7 +71,7 @@ class WorkDir:
             index += 1
 
     def finish_part(self, file_index: int, part_index: int, checkpoint: dict[str, Any]) -> None:
-        _write_json(self.part(file_index, part_index, ".done.json"), checkpoint)
+        write_json(self.part(file_index, part_index, ".done.json"), checkpoint)
 
     def undo_parts(self, file_index: int, first: int) -> None:
         """Forget finished parts from `first` on (latest first, so no gap ever hides a later one)."""
@@ -83,7 +83,7 @@ class WorkDir:
         return (self._file_dir(file_index) / "joined").exists()
 
     def mark_file_done(self, file_index: int) -> None:
-        _write_json(self._file_dir(file_index) / "joined", {})
+        write_json(self._file_dir(file_index) / "joined", {})
 
     def all_checkpoints(self, files: int) -> Iterator[dict[str, Any]]:
         """Every finished part's checkpoint, one at a time (they hold per-row token counts)."""
@@ -107,8 +107,3 @@ def _differences(old: Any, new: Any, where: str = "") -> list[str]:
     if where == "inputs":  # name the file, not the whole list
         return [f"input {n[0]} changed (size or modification time)" for n in new if n not in old] or ["inputs"]
     return [f"{where}: {old!r} -> {new!r}"]
-
-
-def _write_json(path: Path, data: Any) -> None:
-    with AtomicFile(path) as f:
-        f.handle.write(json.dumps(data, sort_keys=True).encode("utf-8"))

@@ -7,7 +7,6 @@ are joined from the parts, so a resumed run writes the same bytes as one never i
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections import deque
 from contextlib import aclosing
@@ -22,8 +21,8 @@ from .cache import CachedSummarizer, SummaryCache
 from .checkpoint import WorkDir
 from .compressor import TrajectoryCompressor
 from .config import CompressionConfig
-from .formats import AtomicFile, Format, Record, format_for
-from .formats.base import InputError, PartWriter, input_schema, read_checked
+from .formats import Format, Record, format_for
+from .formats.base import InputError, PartWriter, input_schema, read_checked, write_json
 from .formats.jsonl import JSONL
 from .metrics import Aggregate, Outcome, RowMetrics
 from .paths import FileJob, Layout
@@ -202,7 +201,7 @@ class Runner:
             await self.compressor.close()
         aggregate = self.finish()
         report = self.build_report(aggregate, started, time.monotonic() - clock)
-        write_json(self.layout.report, report)
+        write_json(self.layout.report, report, indent=2)
         self.work.remove()
         return RunResult(report, aggregate)
 
@@ -343,8 +342,3 @@ class Runner:
             "tokenizer": vars(self.compressor.counter.info),
             "config": self.config.to_sections(),
         }
-
-
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    with AtomicFile(path) as f:
-        f.handle.write((json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))

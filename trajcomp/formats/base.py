@@ -153,6 +153,12 @@ class AtomicFile:
             self.abort()
 
 
+def write_json(path: Path, data: Any, indent: int | None = None) -> None:
+    """`data` as a UTF-8 JSON file, written atomically."""
+    with AtomicFile(path) as f:
+        f.handle.write((json.dumps(data, indent=indent, ensure_ascii=False) + "\n").encode("utf-8"))
+
+
 def concat_files(parts: Sequence[Path], dest: Path) -> None:
     """Byte-for-byte concatenation (valid for JSON Lines, gzip members and zstd frames)."""
     with AtomicFile(dest) as out:
