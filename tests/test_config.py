@@ -165,7 +165,11 @@ def test_alias_first_assistant(tmp_path):
     ],
 )
 def test_unknown_key_or_section_names_it_and_the_file(tmp_path, text, must_name):
-    path = write(tmp_path / "my_config.yaml", text)
+    assert_one_line_error_naming(write(tmp_path / "my_config.yaml", text), must_name)
+
+
+def assert_one_line_error_naming(path, must_name: str) -> None:
+    """Loading `path` fails with a one-line ConfigError naming `must_name` and the file."""
     with pytest.raises(ConfigError) as err:
         load_config(path)
     message = str(err.value)
@@ -214,12 +218,7 @@ def test_unknown_key_or_section_names_it_and_the_file(tmp_path, text, must_name)
     ],
 )
 def test_wrong_types_and_bad_values_raise_config_error(tmp_path, text, must_name):
-    path = write(tmp_path / "bad.yaml", text)
-    with pytest.raises(ConfigError) as err:
-        load_config(path)
-    message = str(err.value)
-    assert must_name in message and str(path) in message, message
-    assert "\n" not in message
+    assert_one_line_error_naming(write(tmp_path / "bad.yaml", text), must_name)
 
 
 @pytest.mark.parametrize(
