@@ -11,6 +11,11 @@ from typing import Any, BinaryIO, Callable, Iterator, Sequence
 from ..rows import RowError
 
 
+def json_text(value: Any) -> str:
+    """A value as JSON text, as every output writes it (default=str: Parquet values JSON has no type for)."""
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
 @dataclass(frozen=True)
 class Record:
     """One input row as read: parsed, or the reason it could not be."""
@@ -24,7 +29,7 @@ class Record:
     def raw_text(self) -> str:
         if self.raw is not None:
             return self.raw
-        return json.dumps(self.row, ensure_ascii=False, default=str)
+        return json_text(self.row)
 
 
 class InputError(RuntimeError):

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Sequence
 
 from ..rows import RowError
-from .base import AtomicFile, Format, PartWriter, Record, StreamPart, concat_files
+from .base import AtomicFile, Format, PartWriter, Record, StreamPart, concat_files, json_text
 
 
 # JSON may escape half of a surrogate pair ("\ud800") that no UTF-8 file can hold: such a row
@@ -55,8 +55,7 @@ def read_lines(source: str, handle: IO[bytes]) -> Iterator[Record]:
 
 
 def dumps(row: Any) -> bytes:
-    # default=str: columnar inputs can hold values JSON has no type for (timestamps, decimals).
-    return (json.dumps(row, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+    return (json_text(row) + "\n").encode("utf-8")
 
 
 def encode_rows(rows: Iterable[dict[str, Any]]) -> bytes:

@@ -39,14 +39,13 @@ parts, same pyarrow -> same bytes. No parts: a valid file with no rows, its sche
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .base import AtomicFile, Format, Record
+from .base import AtomicFile, Format, Record, json_text
 
 BATCH_SIZE = 1024  # rows per batch read (trajectories can be large: keep batches modest)
 COMPRESSION = "snappy"  # pyarrow's default, readable everywhere
@@ -204,7 +203,7 @@ def _widen(t: pa.DataType, values: list[Any]) -> pa.DataType:
 def _text(values: list[Any]) -> pa.Array:
     """The values as a string column: strings as they are, anything else as its JSON text."""
     return pa.array(
-        [v if v is None or isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str) for v in values],
+        [v if v is None or isinstance(v, str) else json_text(v) for v in values],
         type=pa.string(),
     )
 
