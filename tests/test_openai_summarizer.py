@@ -491,6 +491,29 @@ def test_retries_count_only_retries_made():
     assert stats["retries"] == error.api_calls - 1
 
 
+def test_a_cancel_is_never_swallowed():
+    """Ctrl-C and SIGTERM stop a run by cancelling rows mid-summary: a cancel that lands on any
+    loop step of a call, even the one where the answer has just arrived, must end the row."""
+    async def scenario(summarizer: OpenAISummarizer, server: FakeOpenAIServer):
+        swallowed, cancelled = [], 0
+        for k in range(240):
+            task = asyncio.ensure_future(summarizer.summarize(request_for(k % 5, timeout=5)))
+            for _ in range(k % 40):  # a call takes ~15 loop steps here: sweep past its end
+                await asyncio.sleep(0)
+            accepted = task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                cancelled += 1
+                continue
+            if accepted:
+                swallowed.append(k)
+        return swallowed, cancelled
+    swallowed, cancelled = asyncio.run(with_summarizer(scenario))
+    assert cancelled > 50  # the sweep did cancel calls in flight
+    assert swallowed == []
+
+
 # --------------------------------------------------------------------------------------------
 # 5. Concurrency
 # --------------------------------------------------------------------------------------------

@@ -80,9 +80,12 @@ class OpenAISummarizer(Summarizer):
         # The deadline starts once a slot is held: time spent queueing behind other rows depends
         # on the run (concurrency, load), and a row's outcome must not.
         async with self.endpoint.slot():
+            # asyncio.timeout, not wait_for: on 3.11 wait_for drops a cancel (Ctrl-C, SIGTERM) that
+            # arrives just as the call completes, and the run would go on instead of stopping.
             try:
-                return await asyncio.wait_for(self._attempts(self.payload(request), tally), request.timeout)
-            except asyncio.TimeoutError:
+                async with asyncio.timeout(request.timeout):
+                    return await self._attempts(self.payload(request), tally)
+            except TimeoutError:
                 message = f"timed out after {request.timeout:g}s ({tally.calls} calls; last: {tally.last})"
                 raise SummaryError(message, tally.calls, tally.errors) from None
 
