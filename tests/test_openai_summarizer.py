@@ -518,62 +518,34 @@ def test_a_cancel_is_never_swallowed():
 # 5. Concurrency
 # --------------------------------------------------------------------------------------------
 
-def latency_figures(stats, n: int, concurrency: int) -> tuple[float, float, float]:
-    """(mean latency, throughput, ideal throughput) from the server's request timestamps.
+# Calls in flight are a bound and are asserted; throughput is a speed and is measured by
+# scripts/bench_concurrency.py (figures in the README), never timed here.
 
-    Requests overlap, so starts and ends cannot be paired; but sum(ends) - sum(starts) is the sum of
-    the latencies whatever the pairing. Throughput is requests over the span from the first start
-    to the last end; the ideal is `concurrency` calls always in flight, each of the mean latency.
-    """
-    assert len(stats.request_starts) == len(stats.request_ends) == n
-    mean_latency = (sum(stats.request_ends) - sum(stats.request_starts)) / n
-    throughput = n / (max(stats.request_ends) - min(stats.request_starts))
-    return mean_latency, throughput, concurrency / mean_latency
-
-
-def test_concurrency_bound_and_throughput(tmp_path, bpe_tokenizer):
+def test_pipeline_keeps_concurrency_calls_in_flight_and_no_more(tmp_path, bpe_tokenizer):
     """The whole pipeline: 40 rows needing a summary, --concurrency 8, 0.2 s per call."""
-    n, concurrency, latency = 40, 8, 0.2
+    n, concurrency = 40, 8
     write_jsonl(tmp_path / "in.jsonl", [hermes_row(i) for i in range(n)])
-    with ServerThread(models=[MODEL], latency=latency) as st:
+    with ServerThread(models=[MODEL], latency=0.2) as st:
         run = compress(tmp_path, st.base_url, bpe_tokenizer, "--concurrency", str(concurrency))
         stats = st.stats
     assert stats.requests == n
     assert all(r["compression_metrics"]["was_compressed"] for r in run.rows)
     assert 0.8 * concurrency <= stats.max_in_flight <= concurrency
     assert run.report["summarization"]["max_calls_in_flight"] == stats.max_in_flight
-    mean_latency, throughput, ideal = latency_figures(stats, n, concurrency)
-    print(f"pipeline: mean latency {mean_latency:.4f}s throughput {throughput:.1f}/s ideal {ideal:.1f}/s "
-          f"nominal {concurrency / latency:.1f}/s max in flight {stats.max_in_flight}")
-    # Measured on a 2-CPU machine shared with other jobs, max in flight always 8, mean latency
-    # 0.2016-0.209 s (ideal = 8 / mean latency = 38.4-39.7/s; nominal 8 / 0.2 = 40/s):
-    #   load average ~7:  throughput 34.8-38.2/s = 0.88-0.97 of ideal
-    #   load average ~12: throughput 28.9-32.7/s = 0.75-0.83 of ideal
-    # The shortfall is CPU, not the bound: the gap between a call ending and the next one starting is
-    # the event loop waiting for a core while tokenizer threads count new rows (the summarizer alone,
-    # below, stays at 0.95+). A 10% assertion here would be flaky on a busy CI machine, so the
-    # pipeline asserts the bound strictly and its throughput against measured latency loosely.
-    assert latency <= mean_latency < 1.5 * latency
-    assert 0.65 * ideal <= throughput <= 1.05 * ideal
 
 
-def test_summarizer_api_bounds_calls_in_flight_and_keeps_them_busy():
-    """OpenAISummarizer alone: 40 concurrent SummaryRequests, at most 8 calls in flight, 0.2 s each."""
-    n, concurrency, latency = 40, 8, 0.2
+def test_summarizer_api_keeps_concurrency_calls_in_flight_and_no_more():
+    """OpenAISummarizer alone: 40 concurrent SummaryRequests, exactly 8 calls in flight at the peak."""
+    n, concurrency = 40, 8
 
     async def scenario(summarizer: OpenAISummarizer, server: FakeOpenAIServer):
         results = await asyncio.gather(*(summarizer.summarize(request_for(i)) for i in range(n)))
         return results, server.stats, summarizer.run_stats()
-    results, stats, run_stats = asyncio.run(with_summarizer(scenario, {"latency": latency},
+    results, stats, run_stats = asyncio.run(with_summarizer(scenario, {"latency": 0.2},
                                                             max_concurrent_requests=concurrency))
     assert len(results) == n and all(isinstance(r, Summary) and r.api_calls == 1 for r in results)
     assert stats.requests == n and stats.max_in_flight == concurrency
     assert run_stats["max_calls_in_flight"] == concurrency and run_stats["http_requests"] == n
-    mean_latency, throughput, ideal = latency_figures(stats, n, concurrency)
-    print(f"summarizer: mean latency {mean_latency:.4f}s throughput {throughput:.1f}/s ideal {ideal:.1f}/s")
-    # Measured (same machine, load average 7-12): mean latency 0.2014-0.2056 s, throughput 37.3-39.0/s,
-    # ideal 38.9-39.7/s, i.e. 0.95-0.99 of concurrency / measured latency and 0.93-0.98 of 8/0.2.
-    assert 0.9 * ideal <= throughput <= 1.05 * ideal
 
 
 # --------------------------------------------------------------------------------------------
