@@ -414,7 +414,7 @@ def test_retry_after_is_honoured(status, header, at_least):
     # A 1 ms backoff base: without the server's header the retry would come at once.
     elapsed, summary, starts = asyncio.run(with_summarizer(scenario, retry_delay=0.001))
     assert summary.api_calls == 2 and summary.errors == 1
-    assert at_least <= elapsed < 3.0, elapsed
+    assert at_least <= elapsed < 5.0, elapsed  # upper bounds here only catch a hang: loose on a busy machine
     assert starts[1] - starts[0] >= at_least
 
 
@@ -426,7 +426,7 @@ def test_retry_after_longer_than_the_row_budget_ends_at_the_budget():
             await summarizer.summarize(request_for(1, timeout=0.5))
         return time.monotonic() - started, info.value
     elapsed, error = asyncio.run(with_summarizer(scenario))
-    assert 0.45 <= elapsed < 1.5
+    assert 0.45 <= elapsed < 10  # not the 60 s the server asked for
     assert "timed out after 0.5s" in str(error) and "HTTP 429" in str(error)
     assert error.api_calls == 1 and error.errors == 1
 
@@ -441,9 +441,10 @@ def test_trajectory_timeout_bounds_a_row_whose_calls_all_hang(srv, tmp_path, bpe
     srv.set_faults(hang_first_n=10_000, hang_seconds=60)
     run = compress(tmp_path, srv.base_url, bpe_tokenizer, "--request-timeout", "30", "--max-retries", "5",
                    "--trajectory-timeout", "0.6")
-    # Measured: ~0.65-0.75 s for the whole in-process run (tokenizer load included).
-    assert 0.55 <= run.seconds < 2.0, run.seconds
-    assert run.report["processing"]["duration_seconds"] < 1.5
+    # Measured: ~0.65-0.75 s for the whole in-process run (tokenizer load included); without the
+    # trajectory timeout it would take the 30 s request timeout or more.
+    assert 0.55 <= run.seconds < 10, run.seconds
+    assert run.report["processing"]["duration_seconds"] < 10
     hung, short = run.rows
     assert strip_metrics(hung) == rows[0] and strip_metrics(short) == rows[1]
     m = hung["compression_metrics"]
@@ -466,7 +467,7 @@ def test_trajectory_timeout_starts_once_a_slot_is_held():
     ends = sorted(asyncio.run(with_summarizer(scenario, {"hang_first_n": 100, "hang_seconds": 60},
                                               max_concurrent_requests=1, request_timeout=30.0)))
     for k, end in enumerate(ends, 1):  # one slot: each row gets its own full 0.3 s in turn
-        assert 0.3 * k - 0.05 <= end < 0.3 * k + 0.25, ends
+        assert 0.3 * k - 0.05 <= end < 0.3 * k + 1.0, ends
 
 
 def test_outcomes_do_not_depend_on_concurrency():
