@@ -549,6 +549,23 @@ def test_summarizer_api_keeps_concurrency_calls_in_flight_and_no_more():
     assert run_stats["max_calls_in_flight"] == concurrency and run_stats["http_requests"] == n
 
 
+def test_a_hung_call_stalls_only_its_own_row(srv, tmp_path, bpe_tokenizer):
+    """The first call hangs until its 3 s timeout; the 39 other rows get their summaries meanwhile.
+
+    With rows held only as many as are running (8 here), the other rows would wait behind it."""
+    n = 40
+    rows = [hermes_row(i) for i in range(n)]
+    write_jsonl(tmp_path / "in.jsonl", rows)
+    srv.set_faults(hang_first_n=1, hang_seconds=60)
+    run = compress(tmp_path, srv.base_url, bpe_tokenizer, "--concurrency", "2", "--request-timeout", "3")
+    stats = srv.stats
+    assert stats.requests == n + 1  # the hung call is made again once it times out
+    assert stats.bodies[-1] == stats.bodies[0]  # ... and that retry is the last call of the run
+    assert all(r["compression_metrics"]["was_compressed"] for r in run.rows)
+    assert [strip_metrics(r)["id"] for r in run.rows] == [r["id"] for r in rows]
+    assert run.report["processing"]["max_rows_running"] == 8
+
+
 # --------------------------------------------------------------------------------------------
 # 8. The summary cache
 # --------------------------------------------------------------------------------------------

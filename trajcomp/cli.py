@@ -48,6 +48,9 @@ def compress(
     tokenizer: Optional[str] = typer.Option(None, help="Training tokenizer: Hugging Face name or local folder."),
     summarizer: Optional[str] = typer.Option(None, help="Summarizer: extractive (offline default) or openai."),
     concurrency: Optional[int] = typer.Option(None, help="Summarizer calls in flight at once (default 50).", min=1),
+    max_rows_in_memory: Optional[int] = typer.Option(
+        None, help="Rows held at once, running or done and waiting behind a slower row (default 1000).", min=1
+    ),
     base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1."),
     model: Optional[str] = typer.Option(None, help="Model name the endpoint serves."),
     api_key_env: Optional[str] = typer.Option(
@@ -93,6 +96,7 @@ def compress(
             tokenizer_name=tokenizer,
             summarizer=summarizer,
             max_concurrent_requests=concurrency,
+            max_rows_in_memory=max_rows_in_memory,
             base_url=base_url,
             summarization_model=model,
             api_key_env=api_key_env,

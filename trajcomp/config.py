@@ -60,6 +60,7 @@ class CompressionConfig:
     per_trajectory_timeout: float = 300.0
     on_failure: str = "keep"
     max_consecutive_failures: int = 50
+    max_rows_in_memory: int = 1000
     # metrics
     metrics_enabled: bool = True
     metrics_per_trajectory: bool = True
@@ -121,6 +122,7 @@ LAYOUT: dict[str, dict[str, str]] = {
         "per_trajectory_timeout": "per_trajectory_timeout",
         "on_failure": "on_failure",
         "max_consecutive_failures": "max_consecutive_failures",
+        "max_rows_in_memory": "max_rows_in_memory",
     },
     "metrics": {
         "enabled": "metrics_enabled",
@@ -153,7 +155,8 @@ def validate(cfg: CompressionConfig) -> None:
             raise ConfigError(f"{f.name} must be {types[0].__name__}, got {value!r}")
         if isinstance(value, float) and not math.isfinite(value):
             raise ConfigError(f"{f.name} must be a finite number, got {value!r}")
-    positive = ("target_max_tokens", "summary_target_tokens", "max_concurrent_requests", "num_workers", "max_turn_chars")
+    positive = ("target_max_tokens", "summary_target_tokens", "max_concurrent_requests", "num_workers", "max_turn_chars",
+                "max_rows_in_memory")
     for name in positive:
         if getattr(cfg, name) <= 0:
             raise ConfigError(f"{name} must be > 0, got {getattr(cfg, name)}")

@@ -1,4 +1,4 @@
-"""The run: read -> compress (a bounded window of rows in flight) -> write in input order -> report.
+"""The run: read -> compress (bounded rows in flight and in memory) -> write in input order -> report.
 
 Rows are written in parts of `checkpoint_rows` input rows (see checkpoint.py); the final files
 are joined from the parts, so a resumed run writes the same bytes as one never interrupted.
@@ -32,7 +32,7 @@ from .selection import Selection, Taker
 from .summarizers import make_summarizer
 
 # Settings that change how fast a run goes but never what it writes: a resume may change them.
-_SPEED_ONLY = {"num_workers", "max_concurrent_requests", "cache", "max_consecutive_failures"}
+_SPEED_ONLY = {"num_workers", "max_concurrent_requests", "max_rows_in_memory", "cache", "max_consecutive_failures"}
 
 
 class SummarizerDown(RuntimeError):
@@ -132,24 +132,44 @@ def build_compressor(config: CompressionConfig, counter, layout: Layout) -> Traj
     return TrajectoryCompressor(config, counter, summarizer)
 
 
-async def ordered_map(items: Iterable, fn: Callable[[Any], Awaitable], window: int) -> AsyncIterator:
-    """fn over items with at most `window` in flight, results in input order.
+async def ordered_map(
+    items: Iterable, fn: Callable[[Any], Awaitable], max_running: int, max_held: int
+) -> AsyncIterator:
+    """fn over items, results in input order: at most `max_running` calls of fn at once, and at
+    most `max_held` items taken and not yet yielded (running, or done and waiting behind a slower one).
 
+    Two bounds, not one: a slow item (a call retrying, a hung endpoint) then stalls only itself
+    while the others keep every call busy, until `max_held` items wait behind it.
     Use it with contextlib.aclosing: on an early exit the tasks still running are cancelled and
     waited for, so none outlives the resources (HTTP session, cache) they use.
     """
-    pending: deque[asyncio.Future] = deque()
+    source = iter(items)
+    pending: deque[asyncio.Future] = deque()  # taken and not yet yielded, in input order
+    busy: set[asyncio.Future] = set()
+    exhausted = False
     try:
-        for item in items:
-            pending.append(asyncio.ensure_future(fn(item)))
-            while pending and (len(pending) >= window or pending[0].done()):
-                yield await pending.popleft()
-        while pending:
-            yield await pending.popleft()
+        while True:
+            busy = {task for task in busy if not task.done()}
+            while not exhausted and len(busy) < max_running and len(pending) < max_held:
+                item = next(source, _END)
+                if item is _END:
+                    exhausted = True
+                    break
+                pending.append(asyncio.ensure_future(fn(item)))
+                busy.add(pending[-1])
+            if not pending:
+                return
+            if pending[0].done():
+                yield pending.popleft().result()
+            else:  # the first one is still running, so `busy` is not empty
+                await asyncio.wait(busy, return_when=asyncio.FIRST_COMPLETED)
     finally:
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
+
+
+_END = object()
 
 
 class Runner:
@@ -160,7 +180,10 @@ class Runner:
         self.compressor = compressor
         self.layout = layout
         self.options = options
-        self.window = max(8, 2 * config.max_concurrent_requests)
+        # Enough rows running to keep every summarizer call busy; many more may wait, done, behind
+        # a slow one (memory: at most max_rows_in_memory rows).
+        self.max_held = config.max_rows_in_memory
+        self.max_running = min(max(8, 2 * config.max_concurrent_requests), self.max_held)
         self.work = WorkDir(layout.work, self.fingerprint())
         self.progress: Progress | None = None
         self.resumed_rows = 0
@@ -215,10 +238,10 @@ class Runner:
         reader, writer = format_for(job.input), format_for(job.output)
         schema = input_schema(reader, job.input)
         done = [c["records"] for c in self.work.checkpoints(index)]
-        records = islice(read_checked(reader, job.input), sum(done), None)
+        records = self.taker.select(job.key, islice(read_checked(reader, job.input), sum(done), None))
         part = _Part(self.work, index, len(done), writer, schema)
         try:
-            async with aclosing(ordered_map(self.taker.select(job.key, records), self.process, self.window)) as results:
+            async with aclosing(ordered_map(records, self.process, self.max_running, self.max_held)) as results:
                 async for result in results:
                     self._watch_failures(result, index, part.index)
                     part.add(result)
@@ -335,7 +358,7 @@ class Runner:
                 "resumed": self.work.resumed,
                 "rows_from_checkpoint": self.resumed_rows,
                 "selection": self.options.selection.as_dict(),
-                "max_rows_in_flight": self.window,
+                "max_rows_running": self.max_running,
             },
             "rows": rows,
             "distribution": distribution,
