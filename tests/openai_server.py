@@ -12,6 +12,10 @@ Chat request pipeline, decided at arrival (so arrival order is deterministic):
      re-armed when set; so ``fail_first_n=2, malformed_first_n=1`` means: requests 1-2 fail,
      request 3 is malformed, request 4 succeeds.  Auth/model errors consume no countdown.
 Then ``latency`` seconds are slept (every chat request), and the response is produced.
+Two settings replace timing with events, so tests need not guess how fast a loaded machine is:
+``hold_until_in_flight=N`` holds every call until N calls have been in flight at once, and
+``hang_until_answered=N`` ends a hung call (answering it normally) once N calls have been
+answered; both give up after ``hold_seconds`` / ``hang_seconds``.
 ``think_block`` and ``content_override`` apply to every normal (and "length") answer.
 Run as ``python tests/openai_server.py --port 0 --latency 0.05``: prints ``LISTENING <base_url>``.
 """
@@ -49,6 +53,9 @@ class Faults:
     retry_after_ms: float | None = None
     hang_first_n: int = 0
     hang_seconds: float = 3600.0
+    hang_until_answered: int = 0
+    hold_until_in_flight: int = 0
+    hold_seconds: float = 10.0
     malformed_first_n: int = 0
     empty_content_first_n: int = 0
     null_content_first_n: int = 0
@@ -67,6 +74,7 @@ class Stats:
     dropped: int = 0
     in_flight: int = 0
     max_in_flight: int = 0
+    hangs_ended_by_answers: int = 0
     headers_seen: list[str | None] = field(default_factory=list)
     bodies: list[Any] = field(default_factory=list)
     models_requests: int = 0
@@ -112,6 +120,7 @@ class FakeOpenAIServer:
         self._remaining = {k: getattr(self.faults, f"{k}_first_n") for k in FAULT_ORDER}
         self._runner: web.AppRunner | None = None
         self._stopping = asyncio.Event()
+        self._changed: asyncio.Condition | None = None  # made on the server's loop, in start()
         self.base_url = ""
 
     def set_faults(self, **kw: Any) -> None:
@@ -139,6 +148,7 @@ class FakeOpenAIServer:
         app.router.add_get("/_control/stats", self._ctl_stats)
         app.router.add_post("/_control/reset", self._ctl_reset)
         self._stopping = asyncio.Event()
+        self._changed = asyncio.Condition()
         self._runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=0.5,
                                      access_log=None)
         await self._runner.setup()
@@ -151,6 +161,7 @@ class FakeOpenAIServer:
     async def stop(self) -> None:
         """Wake hung requests (their connections are dropped) and shut down."""
         self._stopping.set()
+        await self._notify()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -174,6 +185,22 @@ class FakeOpenAIServer:
                           "invalid_api_key")
         return None
 
+    async def _notify(self) -> None:
+        """Wake the calls held by hold_until_in_flight or hang_until_answered to look again."""
+        if self._changed is not None:
+            async with self._changed:
+                self._changed.notify_all()
+
+    async def _hold(self, until: Any, seconds: float) -> bool:
+        """Wait until `until()` is true (or the server stops, or `seconds` pass); True if it is."""
+        async with self._changed:
+            try:
+                async with asyncio.timeout(seconds):
+                    await self._changed.wait_for(lambda: until() or self._stopping.is_set())
+            except TimeoutError:
+                pass
+        return until()
+
     def _pick_fault(self) -> str | None:
         for kind in FAULT_ORDER:
             if self._remaining[kind] > 0:
@@ -188,6 +215,7 @@ class FakeOpenAIServer:
         s.max_in_flight = max(s.max_in_flight, s.in_flight)
         _append(s.request_starts, time.time(), MAX_EVENTS)
         _append(s.headers_seen, request.headers.get("Authorization"), MAX_EVENTS)
+        await self._notify()
         try:
             try:
                 body = await request.json()
@@ -196,6 +224,9 @@ class FakeOpenAIServer:
             _append(s.bodies, body, MAX_KEPT)
             error = self._auth_error(request) or _validate(body, self.models)
             fault = None if error else self._pick_fault()
+            if self.faults.hold_until_in_flight:
+                await self._hold(lambda: s.max_in_flight >= self.faults.hold_until_in_flight,
+                                 self.faults.hold_seconds)
             if self.faults.latency > 0:
                 await asyncio.sleep(self.faults.latency)
             response = error or await self._answer(body, fault)
@@ -209,10 +240,18 @@ class FakeOpenAIServer:
         finally:
             s.in_flight -= 1
             _append(s.request_ends, time.time(), MAX_EVENTS)
+            await self._notify()
 
     async def _answer(self, body: dict[str, Any], fault: str | None) -> web.Response | None:
         """Build the response for a valid request; None means "drop the connection"."""
         f = self.faults
+        if fault == "hang" and f.hang_until_answered:
+            answered = lambda: self.stats.responses_by_status.get(200, 0) >= f.hang_until_answered  # noqa: E731
+            if await self._hold(answered, f.hang_seconds):
+                self.stats.hangs_ended_by_answers += 1
+            elif self._stopping.is_set():
+                return None
+            fault = None
         if fault == "hang":
             try:  # an early wake-up means the server is stopping: drop the connection
                 await asyncio.wait_for(self._stopping.wait(), f.hang_seconds)

@@ -208,6 +208,7 @@ def assert_one_line_error_naming(path, must_name: str) -> None:
         ("summarization:\n  retry_delay: -2\n", "retry_delay"),
         ("processing:\n  max_concurrent_requests: 0\n", "max_concurrent_requests"),
         ("processing:\n  num_workers: 0\n", "num_workers"),
+        ("processing:\n  max_rows_in_memory: 0\n", "max_rows_in_memory"),
         ("processing:\n  per_trajectory_timeout: 0\n", "per_trajectory_timeout"),
         ("processing:\n  on_failure: explode\n", "on_failure"),
         # bad structure

@@ -31,12 +31,6 @@ N_OVER, N_UNDER = 4, 1
 KEYED_ANSWER = f"The assistant configured the client with key {KEY} and ran pytest -x; 3 tests failed in src/parser.py."
 
 
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def cli_args(folder: Path, base_url: str, tokenizer: Path, *extra: str) -> list[str]:
     return [
         "compress", str(folder / "in.jsonl"), "-o", str(folder / "out.jsonl"), "--tokenizer", str(tokenizer),
@@ -81,6 +75,9 @@ def runs(tmp_path_factory, bpe_tokenizer) -> dict[str, Done]:
     servers = {"keyed": keyed, "other": other, "keyless": keyless, "failing": failing}
     for s in servers.values():
         s.__enter__()
+    refusing = socket.socket()  # bound for the whole run and never listening: connections are refused
+    refusing.bind(("127.0.0.1", 0))
+    unreachable = f"http://127.0.0.1:{refusing.getsockname()[1]}/v1"
     try:
         key_env = {KEY_ENV: KEY}
         jobs: dict[str, Callable[[], CliResult]] = {
@@ -93,8 +90,8 @@ def runs(tmp_path_factory, bpe_tokenizer) -> dict[str, Done]:
                                                     "--api-key-env", NO_KEY_ENV)),
             "unknown_model": lambda: run_cli(*cli_args(folder("unknown_model"), keyless.base_url, bpe_tokenizer,
                                                        "--api-key-env", NO_KEY_ENV, "--model", "gpt-9-imaginary")),
-            "unreachable": lambda: run_cli(*cli_args(folder("unreachable"), f"http://127.0.0.1:{closed_port()}/v1",
-                                                     bpe_tokenizer, "--api-key-env", NO_KEY_ENV)),
+            "unreachable": lambda: run_cli(*cli_args(folder("unreachable"), unreachable, bpe_tokenizer,
+                                                     "--api-key-env", NO_KEY_ENV)),
             "failing": lambda: run_cli(*cli_args(folder("failing"), failing.base_url, bpe_tokenizer,
                                                  "--api-key-env", NO_KEY_ENV, "--max-retries", "1", "--json")),
         }
@@ -115,6 +112,7 @@ def runs(tmp_path_factory, bpe_tokenizer) -> dict[str, Done]:
         done["keyed_again"] = Done(again, folders["keyed"], keyed.stats, first_output)
         return done
     finally:
+        refusing.close()
         for s in servers.values():
             s.__exit__(None, None, None)
 

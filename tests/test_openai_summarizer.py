@@ -16,7 +16,7 @@ import json
 import os
 import time
 from dataclasses import dataclass
-from email.utils import formatdate
+from email.utils import formatdate, parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
@@ -392,13 +392,13 @@ async def with_summarizer(fn, server_kw: dict | None = None, **config_kw):
             await summarizer.close()
 
 
-@pytest.mark.parametrize("status, header, at_least", [
-    (429, "seconds", 0.95),    # Retry-After: 1
-    (429, "http-date", 0.95),  # Retry-After: <now + 2 s> at one-second resolution: 1-2 s once parsed
-    (429, "ms", 0.55),         # retry-after-ms: 600
-    (503, "seconds", 0.95),
+@pytest.mark.parametrize("status, header, wait", [
+    (429, "seconds", 1.0),    # Retry-After: 1
+    (429, "http-date", None),  # Retry-After: <now + 2 s>, at one-second resolution
+    (429, "ms", 0.6),         # retry-after-ms: 600
+    (503, "seconds", 1.0),
 ])
-def test_retry_after_is_honoured(status, header, at_least):
+def test_retry_after_is_honoured(status, header, wait):
     async def scenario(summarizer: OpenAISummarizer, server: FakeOpenAIServer):
         if header == "seconds":
             server.set_faults(retry_after="1")
@@ -407,15 +407,17 @@ def test_retry_after_is_honoured(status, header, at_least):
         else:
             server.set_faults(retry_after=formatdate(time.time() + 2, usegmt=True))
         server.set_faults(fail_status=status, fail_first_n=1)
-        started = time.monotonic()
         summary = await summarizer.summarize(request_for(1, timeout=30))
-        elapsed = time.monotonic() - started
-        return elapsed, summary, server.stats.request_starts
+        return summary, server.stats, server.faults.retry_after
     # A 1 ms backoff base: without the server's header the retry would come at once.
-    elapsed, summary, starts = asyncio.run(with_summarizer(scenario, retry_delay=0.001))
+    summary, stats, retry_after = asyncio.run(with_summarizer(scenario, retry_delay=0.001))
     assert summary.api_calls == 2 and summary.errors == 1
-    assert at_least <= elapsed < 5.0, elapsed  # upper bounds here only catch a hang: loose on a busy machine
-    assert starts[1] - starts[0] >= at_least
+    retried_at = stats.request_starts[1]
+    if wait is None:  # not before the date the server named
+        assert retried_at >= parsedate_to_datetime(retry_after).timestamp()
+    else:  # the wait runs from the answer, which the client gets after the server sends it
+        assert retried_at - stats.request_ends[0] >= wait - 0.01
+    assert retried_at - stats.request_starts[0] < 5.0  # only catches a hang: loose on a busy machine
 
 
 def test_retry_after_longer_than_the_row_budget_ends_at_the_budget():
@@ -473,7 +475,7 @@ def test_trajectory_timeout_starts_once_a_slot_is_held():
 def test_outcomes_do_not_depend_on_concurrency():
     """Rows that each fit their timeout succeed whether they wait for a slot or not."""
     async def scenario(summarizer: OpenAISummarizer, server: FakeOpenAIServer):
-        results = await asyncio.gather(*(summarizer.summarize(request_for(i, timeout=1.0)) for i in range(8)),
+        results = await asyncio.gather(*(summarizer.summarize(request_for(i, timeout=1.5)) for i in range(8)),
                                        return_exceptions=True)
         return [isinstance(r, Summary) for r in results]
     for concurrency in (1, 8):
@@ -523,15 +525,18 @@ def test_a_cancel_is_never_swallowed():
 # scripts/bench_concurrency.py (figures in the README), never timed here.
 
 def test_pipeline_keeps_concurrency_calls_in_flight_and_no_more(tmp_path, bpe_tokenizer):
-    """The whole pipeline: 40 rows needing a summary, --concurrency 8, 0.2 s per call."""
+    """The whole pipeline: 40 rows needing a summary, --concurrency 8.
+
+    The server holds the first calls until 8 are in flight at once (giving up after 10 s), so
+    reaching C does not depend on how fast this machine tokenizes rows."""
     n, concurrency = 40, 8
     write_jsonl(tmp_path / "in.jsonl", [hermes_row(i) for i in range(n)])
-    with ServerThread(models=[MODEL], latency=0.2) as st:
+    with ServerThread(models=[MODEL], latency=0.05, hold_until_in_flight=concurrency) as st:
         run = compress(tmp_path, st.base_url, bpe_tokenizer, "--concurrency", str(concurrency))
         stats = st.stats
     assert stats.requests == n
     assert all(r["compression_metrics"]["was_compressed"] for r in run.rows)
-    assert 0.8 * concurrency <= stats.max_in_flight <= concurrency
+    assert stats.max_in_flight == concurrency
     assert run.report["summarization"]["max_calls_in_flight"] == stats.max_in_flight
 
 
@@ -550,17 +555,17 @@ def test_summarizer_api_keeps_concurrency_calls_in_flight_and_no_more():
 
 
 def test_a_hung_call_stalls_only_its_own_row(srv, tmp_path, bpe_tokenizer):
-    """The first call hangs until its 3 s timeout; the 39 other rows get their summaries meanwhile.
+    """The first call hangs until the 39 other rows have their summaries, then is answered.
 
-    With rows held only as many as are running (8 here), the other rows would wait behind it."""
+    Were rows held only as many as are running (8 here), the others would wait behind it: the
+    call would hang its full 20 s instead, and no hang would be ended by answers."""
     n = 40
     rows = [hermes_row(i) for i in range(n)]
     write_jsonl(tmp_path / "in.jsonl", rows)
-    srv.set_faults(hang_first_n=1, hang_seconds=60)
-    run = compress(tmp_path, srv.base_url, bpe_tokenizer, "--concurrency", "2", "--request-timeout", "3")
+    srv.set_faults(hang_first_n=1, hang_until_answered=n - 1, hang_seconds=20)
+    run = compress(tmp_path, srv.base_url, bpe_tokenizer, "--concurrency", "2", "--request-timeout", "30")
     stats = srv.stats
-    assert stats.requests == n + 1  # the hung call is made again once it times out
-    assert stats.bodies[-1] == stats.bodies[0]  # ... and that retry is the last call of the run
+    assert stats.hangs_ended_by_answers == 1 and stats.requests == n
     assert all(r["compression_metrics"]["was_compressed"] for r in run.rows)
     assert [strip_metrics(r)["id"] for r in run.rows] == [r["id"] for r in rows]
     assert run.report["processing"]["max_rows_running"] == 8
@@ -760,7 +765,7 @@ def test_report_summarization_section(srv, data, tmp_path, bpe_tokenizer):
     assert s["retries"] == 3 and s["cache_hits"] == 0
     lat = s["latency_ms"]
     assert set(lat) >= {"p50", "p95"} and all(isinstance(v, int) for v in lat.values())
-    assert 20 <= lat["p50"] <= lat["p95"] <= lat["max"] < 2000
+    assert 20 <= lat["p50"] <= lat["p95"] <= lat["max"] < 5000  # milliseconds, under the 5 s request timeout
     assert s["usage"] == server_usage(unique_bodies(stats.bodies))  # one good answer per row
     assert s["max_calls_in_flight"] >= 1
 
