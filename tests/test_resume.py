@@ -66,9 +66,9 @@ def wait_for_parts(work: Path, parts: int, proc: subprocess.Popen, timeout: floa
         time.sleep(0.05)
 
 
-def freeze(server: ServerThread) -> None:
-    """Every call from now on hangs, so the run cannot finish before the test stops it."""
-    server.set_faults(hang_first_n=10**9)
+def freeze(server: ServerThread, seconds: float = 3600) -> None:
+    """Every call from now on hangs (then is answered), so the run cannot finish before the test stops it."""
+    server.set_faults(hang_first_n=10**9, hang_seconds=seconds)
 
 
 def thaw(server: ServerThread) -> None:
@@ -156,6 +156,24 @@ def test_resume_with_other_settings_refuses_and_restart_starts_over(tmp_path, da
     report = json.loads((out.parent / "out_metrics.json").read_text())
     assert report["processing"]["resumed"] is False
     assert report["config"]["compression"]["target_max_tokens"] == 900
+
+
+def test_a_second_run_on_the_same_output_is_refused_even_with_restart(tmp_path, dataset, bpe_tokenizer):
+    """--restart must not pull the work folder from under a run still going."""
+    with ServerThread(latency=0.05) as server:
+        ref = reference_run(tmp_path, dataset, bpe_tokenizer, server.base_url)
+        out = tmp_path / "run" / "out.jsonl"
+        proc = start(args(dataset, out, bpe_tokenizer, server.base_url))
+        wait_for_parts(out.parent / ".out.jsonl.trajcomp-work", 1, proc)
+        freeze(server, seconds=5)  # the first run's calls wait 5 s, then are answered
+        for extra in ([], ["--restart"]):
+            second = run_cli(*args(dataset, out, bpe_tokenizer, server.base_url), *extra)
+            assert second.code == 2, second.stderr
+            assert "another trajcomp run is writing to the same output" in second.stderr
+        thaw(server)
+        _, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == 0, stderr
+    assert out.read_bytes() == ref.read_bytes()
 
 
 def test_a_failing_endpoint_stops_the_run_resumably(tmp_path, dataset, bpe_tokenizer):

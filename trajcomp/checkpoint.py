@@ -30,10 +30,16 @@ class WorkDir:
         self._lock = None
 
     def check(self, restart: bool) -> None:
-        """Refuse to resume a different run; with `restart`, forget the interrupted one. Writes nothing else."""
+        """Refuse to resume a different run; with `restart`, forget the interrupted one.
+
+        The folder's lock is taken first, so neither a refusal nor a restart ever touches a run
+        that is still going. Creates nothing."""
+        if not self.path.exists():
+            return
+        self._take_lock()
+        if restart:
+            self._clear()
         run_file = self.path / "run.json"
-        if restart and self.path.exists():
-            shutil.rmtree(self.path)
         if not run_file.exists():
             return
         previous = json.loads(run_file.read_text(encoding="utf-8"))
@@ -48,14 +54,29 @@ class WorkDir:
     def begin(self) -> None:
         """Take the folder for this run (one run at a time) and record its fingerprint."""
         self.path.mkdir(parents=True, exist_ok=True)
+        if self._lock is None:
+            self._take_lock()
+        if not self.resumed:
+            write_json(self.path / "run.json", self.fingerprint)
+
+    def _take_lock(self) -> None:
         self._lock = open(self.path / "lock", "w")
         try:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             self._lock.close()
+            self._lock = None
             raise ConfigError(f"another trajcomp run is writing to the same output (its work folder {self.path} is locked)") from None
-        if not self.resumed:
-            write_json(self.path / "run.json", self.fingerprint)
+
+    def _clear(self) -> None:
+        """Everything but the lock we hold."""
+        for child in self.path.iterdir():
+            if child.name == "lock":
+                continue
+            if child.is_dir():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
 
     def _file_dir(self, file_index: int) -> Path:
         return self.path / f"file-{file_index:05d}"
