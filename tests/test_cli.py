@@ -366,6 +366,13 @@ def test_empty_input_gives_empty_output_and_zero_report(tmp_path, bpe_tokenizer)
     assert report["processing"]["rejects_file"] is None
 
 
+def test_an_output_that_cannot_be_written_is_one_line_not_a_traceback(tmp_path, bpe_tokenizer):
+    src = write_jsonl(tmp_path / "in.jsonl", hermes_rows(2, seed=3))
+    res = run_cli("compress", str(src), "--tokenizer", str(bpe_tokenizer), "-o", "/proc/trajcomp-nowhere/out.jsonl")
+    assert res.code == 1, res.stderr
+    assert res.stderr.startswith("trajcomp: error: cannot write /proc/trajcomp-nowhere") and res.stderr.count("\n") == 1
+
+
 # ---------------------------------------------------------------------------
 # Usage errors: exit 2, one line on stderr, nothing written
 # ---------------------------------------------------------------------------
@@ -378,13 +385,17 @@ def error_dir(tmp_path_factory):
     (d / "unknown_key.yaml").write_text("compression:\n  target_max_tokens: 2000\n  target_max_tokenz: 5\n")
     (d / "not_a_tokenizer").mkdir()
     (d / "not_a_tokenizer" / "README.txt").write_text("no tokenizer.json here\n")
+    (d / "a_file").write_text("not a folder\n")
+    (d / "rows").mkdir()
+    write_jsonl(d / "rows" / "part.jsonl", hermes_rows(2, seed=2))
     return d
 
 
 @pytest.mark.parametrize(
     "case",
     ["missing_input", "bad_int", "unknown_flag", "unknown_config_key", "missing_tokenizer", "tokenizer_folder_empty",
-     "output_is_input", "output_is_input_spelled_differently", "output_dir_is_input_dir"],
+     "output_is_input", "output_is_input_spelled_differently", "output_dir_is_input_dir",
+     "output_under_a_file", "output_dir_is_a_file", "output_without_a_type"],
 )
 def test_usage_errors_exit_2_with_one_line_and_write_nothing(case, error_dir, bpe_tokenizer):
     d = error_dir
@@ -409,6 +420,9 @@ def test_usage_errors_exit_2_with_one_line_and_write_nothing(case, error_dir, bp
             ("compress", str(src), *tok, "-o", str(d / "." / "sub" / ".." / "in.jsonl")), ["in.jsonl"],
         ),
         "output_dir_is_input_dir": (("compress", str(d), *tok, "-o", str(d) + "/"), [d.name]),
+        "output_under_a_file": (("compress", str(src), *tok, "-o", str(d / "a_file" / "out.jsonl")), ["a_file"]),
+        "output_dir_is_a_file": (("compress", str(d / "rows"), *tok, "-o", str(d / "a_file")), ["a_file", "not a folder"]),
+        "output_without_a_type": (("compress", str(src), *tok, "-o", str(d / "new_folder")), ["new_folder"]),
     }[case]
     before = snapshot(d.parent)
     res = run_cli(*args)

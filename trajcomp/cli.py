@@ -162,6 +162,10 @@ def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None
         fail(str(exc))
     except (PreflightError, InputError, SummarizerDown) as exc:
         fail(str(exc), EXIT_FAILED)
+    except OSError as exc:  # writing: a full disk, a folder that vanished; inputs raise InputError
+        where = f" {exc.filename}" if exc.filename else ""
+        resume = f"; finished parts are kept in {layout.work}: run the same command again to resume"
+        fail(f"cannot write{where}: {exc.strerror or exc}{resume if layout.work.exists() else ''}", EXIT_FAILED)
     except (KeyboardInterrupt, _Terminated) as exc:
         typer.echo(
             f"trajcomp: interrupted; finished parts are kept in {layout.work}. "

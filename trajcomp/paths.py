@@ -122,10 +122,15 @@ def resolve(
     if output_format is not None and output_format not in OUTPUT_SUFFIXES:
         raise ConfigError(f"unknown output format '{output_format}' (choose from {', '.join(OUTPUT_SUFFIXES)})")
     found = expand_inputs(inputs, config.output_suffix)
-    pairs = found.pairs
-    single_file = len(inputs) == 1 and Path(inputs[0]).is_file()
-    if single_file:
-        return _single_file(pairs[0][0], output, config, output_format, shard)
+    if len(inputs) == 1 and Path(inputs[0]).is_file():
+        layout = _single_file(found.pairs[0][0], output, config, output_format, shard)
+    else:
+        layout = _folder_output(inputs, found, output, config, output_format, shard)
+    _check_writable(layout.work.parent)
+    return layout
+
+
+def _folder_output(inputs: list[str], found: Inputs, output, config, output_format, shard) -> Layout:
     if len(inputs) > 1 and output is None:
         raise ConfigError("several inputs need -o OUTPUT_DIR")
     first = Path(inputs[0]).resolve()  # `trajcomp compress .` names its output after the real folder
@@ -135,11 +140,11 @@ def resolve(
             # Its outputs would be read as inputs by the next run of the same command.
             raise ConfigError(f"the output folder {out_dir} must not be inside the input folder {text}")
     jobs = []
-    for file, root in pairs:
+    for file, root in found.pairs:
         rel = file.relative_to(root)
         stem, suffix = split_suffix(file)
         jobs.append(FileJob(file, out_dir / rel.with_name(stem + (output_format or suffix)), str(rel)))
-    _check_distinct(jobs, [file for file, _ in pairs])
+    _check_distinct(jobs, [file for file, _ in found.pairs])
     return Layout(
         jobs, out_dir / config.metrics_output_file, out_dir / "rejects.jsonl",
         out_dir / "summary_cache.sqlite", out_dir / ".trajcomp-work", found.skipped,
@@ -156,6 +161,8 @@ def _single_file(path: Path, output, config, output_format, shard) -> Layout:
         output = output / default_name
     out = output or path.with_name(default_name)
     out_stem, given_suffix = split_suffix(out)
+    if not given_suffix:
+        raise ConfigError(f"the output {out} has no file type: name a file such as out.jsonl, or an existing folder")
     if given_suffix not in OUTPUT_SUFFIXES:
         raise ConfigError(f"cannot write '{given_suffix}' files ({out}); name the output with one of {', '.join(OUTPUT_SUFFIXES)}")
     if output_format is not None and given_suffix != output_format:
@@ -169,6 +176,17 @@ def _single_file(path: Path, output, config, output_format, shard) -> Layout:
         out.with_name(out_stem + "_summary_cache.sqlite"),
         out.with_name(f".{out.name}.trajcomp-work"),
     )
+
+
+def _check_writable(folder: Path) -> None:
+    """The run's output folder exists or can be made, by a user allowed to write there."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(f"cannot write into {folder}: {existing} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"cannot write into {folder}: no permission to write in {existing}")
 
 
 def _shard_tag(shard: tuple[int, int] | None) -> str:
