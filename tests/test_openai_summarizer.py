@@ -29,6 +29,7 @@ from openai_server import summarize as server_answer
 from trajcomp import cli
 from trajcomp.config import CompressionConfig
 from trajcomp.redact import REDACTED
+from trajcomp.render import render_report
 from trajcomp.rows import Turn
 from trajcomp.summarizers.base import SUMMARY_PREFIX, Summary, SummaryError, SummaryRequest
 from trajcomp.summarizers.openai import SYSTEM_PROMPT, OpenAISummarizer, clean_summary
@@ -315,6 +316,7 @@ def test_fault_with_retries_exhausted(fault, on_failure, srv, data, tmp_path, bp
             assert m["summarization_api_calls"] == m["summarization_errors"] == 2
             assert m["compressed_tokens"] == m["original_tokens"] and m["turns_removed"] == 0
         assert not run.sibling("_rejects.jsonl").exists()
+        assert report["summary"]["summaries_by_source"] == {}
     elif on_failure == "reject":
         assert len(run.rows) == N_UNDER and SUMMARY_PREFIX not in text
         assert len(run.rejects) == N_OVER
@@ -334,6 +336,9 @@ def test_fault_with_retries_exhausted(fault, on_failure, srv, data, tmp_path, bp
             assert m["error"].startswith("openai failed") and error_fragment in m["error"]
             assert m["summarization_api_calls"] == m["summarization_errors"] == 2
             assert len(summary_turns(row)) == 1
+        # The fallback is visible in the report, and in its text form, not only row by row.
+        assert report["summary"]["summaries_by_source"] == {"extractive": N_OVER}
+        assert f"compressed          {N_OVER} (extractive: {N_OVER})" in render_report(report, "r.json")
 
 
 # --------------------------------------------------------------------------------------------

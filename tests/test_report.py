@@ -62,6 +62,7 @@ def test_report_equals_a_recount_of_the_written_rows(tok_name, runs):
 
     before, after, turns_before, turns_after = [], [], [], []
     outcomes: Counter = Counter()
+    sources: Counter = Counter()
     for row in written:
         m = row["compression_metrics"]
         source = by_id[row["id"]]
@@ -87,6 +88,8 @@ def test_report_equals_a_recount_of_the_written_rows(tok_name, runs):
         turns_before.append(m["original_turns"])
         turns_after.append(m["compressed_turns"])
         outcomes[m["outcome"]] += 1
+        if m["summary_source"] is not None:
+            sources[m["summary_source"]] += 1
 
     n = len(written)
     compressed_rows = outcomes["compressed"]
@@ -103,6 +106,7 @@ def test_report_equals_a_recount_of_the_written_rows(tok_name, runs):
         "trajectories_failed": outcomes["failed"],
         "compression_rate": avg(compressed_rows, n),
         "outcomes": {key: outcomes[key] for key in report["summary"]["outcomes"]},
+        "summaries_by_source": dict(sources),
     }
     assert sum(report["summary"]["outcomes"].values()) == n
     assert set(outcomes) <= set(report["summary"]["outcomes"])

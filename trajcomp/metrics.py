@@ -98,6 +98,7 @@ class Aggregate:
     """Running sums over the rows written, plus counts of the rows that were not."""
 
     outcomes: Counter = field(default_factory=Counter)
+    summary_sources: Counter = field(default_factory=Counter)  # which summarizer wrote the summaries
     still_over_limit: int = 0
     original_tokens: int = 0
     compressed_tokens: int = 0
@@ -113,6 +114,8 @@ class Aggregate:
 
     def add(self, m: RowMetrics) -> None:
         self.outcomes[m.outcome.value] += 1
+        if m.summary_source is not None:
+            self.summary_sources[m.summary_source] += 1
         self.still_over_limit += m.still_over_limit
         self.original_tokens += m.original_tokens
         self.compressed_tokens += m.compressed_tokens
@@ -136,6 +139,7 @@ class Aggregate:
         return {
             **state,
             "outcomes": dict(self.outcomes),
+            "summary_sources": dict(self.summary_sources),
             "reject_reasons": dict(self.reject_reasons),
             "before": self.before.tolist(),
             "after": self.after.tolist(),
@@ -173,6 +177,7 @@ class Aggregate:
                 "trajectories_failed": self.outcomes[Outcome.FAILED.value],
                 "compression_rate": avg(compressed, n),
                 "outcomes": {o.value: self.outcomes[o.value] for o in Outcome},
+                "summaries_by_source": dict(sorted(self.summary_sources.items())),
             },
             "tokens": {
                 "total_original": self.original_tokens,
