@@ -107,3 +107,18 @@ def test_several_inputs_and_globs_mirror_the_tree(tmp_path, bpe_tokenizer):
         "a.jsonl.gz", "b.jsonl.gz", "sub/c.jsonl.gz"]
     missing_o = run_cli("compress", str(src / "a.jsonl"), str(src / "b.jsonl"), "--tokenizer", str(bpe_tokenizer))
     assert missing_o.code == 2 and "-o" in missing_o.stderr
+
+
+def test_a_glob_skips_earlier_outputs_and_rejects_like_a_folder_does(tmp_path, bpe_tokenizer):
+    src = tmp_path / "data"
+    src.mkdir()
+    make_tree(src)
+    first = run_cli("compress", str(src / "a.jsonl"), "--tokenizer", str(bpe_tokenizer), "-q")
+    assert first.code == 0, first.stderr
+    (src / "a_rejects.jsonl").write_text((src / "a.jsonl").read_text())  # as a run with rejects leaves
+    again = run_cli("compress", str(src / "*.jsonl"), "-o", str(tmp_path / "g"), "--tokenizer", str(bpe_tokenizer),
+                    "--json")
+    assert again.code == 0, again.stderr
+    report = json.loads(again.stdout)
+    assert [Path(p).name for p in report["processing"]["inputs"]] == ["a.jsonl", "b.jsonl"]
+    assert sorted(Path(p).name for p in report["processing"]["skipped_files"]) == ["a_compressed.jsonl", "a_rejects.jsonl"]

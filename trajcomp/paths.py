@@ -50,11 +50,11 @@ def expand_inputs(inputs: list[str], output_suffix: str = "_compressed") -> Inpu
         elif path.is_file():
             pairs.append((path, path.parent))
         elif glob.has_magic(text):
-            matches = sorted(Path(m) for m in glob.glob(text, recursive=True))
-            files = [m for m in matches if m.is_file() and split_suffix(m)[1] in INPUT_SUFFIXES]
+            files, not_data = _matches(text, output_suffix)
             if not files:
                 raise ConfigError(f"no input file matches {text}")
             pairs.extend((f, Path(_glob_root(text))) for f in files)
+            skipped.extend(not_data)
         else:
             raise ConfigError(f"input not found: {text}")
     return Inputs(pairs, tuple(skipped))
@@ -77,6 +77,18 @@ def _scan(directory: Path, output_suffix: str) -> tuple[list[Path], list[Path]]:
                 continue
             side = _earlier_output(name, stems, output_suffix) or _side_file(path)
             (not_data if side else data).append(path)
+    return data, not_data
+
+
+def _matches(pattern: str, output_suffix: str) -> tuple[list[Path], list[Path]]:
+    """A glob's data files, and the files it matched that are not data (by _scan's rules)."""
+    matches = sorted(Path(m) for m in glob.glob(pattern, recursive=True))
+    files = [m for m in matches if m.is_file() and split_suffix(m)[1] in INPUT_SUFFIXES]
+    stems = {folder: _stems(os.listdir(folder)) for folder in {f.parent for f in files}}
+    data, not_data = [], []
+    for path in files:
+        side = _earlier_output(path.name, stems[path.parent], output_suffix) or _side_file(path)
+        (not_data if side else data).append(path)
     return data, not_data
 
 
