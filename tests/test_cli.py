@@ -10,6 +10,7 @@ import json
 import os
 import random
 import shutil
+import socket
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -366,6 +367,19 @@ def test_empty_input_gives_empty_output_and_zero_report(tmp_path, bpe_tokenizer)
     assert report["processing"]["rejects_file"] is None
 
 
+def test_a_tokenizer_name_neither_cached_nor_reachable_fails_at_once(tmp_path):
+    """Not a minute of retries against a Hub that cannot answer: one line naming the tokenizer."""
+    src = write_jsonl(tmp_path / "in.jsonl", hermes_rows(2, seed=3))
+    with socket.socket() as refusing:  # bound, never listening: the "Hub" refuses connections
+        refusing.bind(("127.0.0.1", 0))
+        hub = f"http://127.0.0.1:{refusing.getsockname()[1]}"
+        res = run_cli("compress", str(src), "--tokenizer", "some-org/never-downloaded-tokenizer",
+                      env={"HF_HUB_OFFLINE": "", "HF_ENDPOINT": hub, "HF_HOME": str(tmp_path / "hf")})
+    assert res.code == 2, res.stderr
+    assert res.stderr.count("\n") == 1 and "some-org/never-downloaded-tokenizer" in res.stderr
+    assert not (tmp_path / "in_compressed.jsonl").exists()
+
+
 def test_an_output_that_cannot_be_written_is_one_line_not_a_traceback(tmp_path, bpe_tokenizer):
     src = write_jsonl(tmp_path / "in.jsonl", hermes_rows(2, seed=3))
     res = run_cli("compress", str(src), "--tokenizer", str(bpe_tokenizer), "-o", "/proc/trajcomp-nowhere/out.jsonl")
@@ -395,7 +409,7 @@ def error_dir(tmp_path_factory):
     "case",
     ["missing_input", "bad_int", "unknown_flag", "unknown_config_key", "missing_tokenizer", "tokenizer_folder_empty",
      "output_is_input", "output_is_input_spelled_differently", "output_dir_is_input_dir",
-     "output_under_a_file", "output_dir_is_a_file", "output_without_a_type"],
+     "output_under_a_file", "output_dir_is_a_file", "output_without_a_type", "no_tokenizer", "tokenizer_file"],
 )
 def test_usage_errors_exit_2_with_one_line_and_write_nothing(case, error_dir, bpe_tokenizer):
     d = error_dir
@@ -423,6 +437,10 @@ def test_usage_errors_exit_2_with_one_line_and_write_nothing(case, error_dir, bp
         "output_under_a_file": (("compress", str(src), *tok, "-o", str(d / "a_file" / "out.jsonl")), ["a_file"]),
         "output_dir_is_a_file": (("compress", str(d / "rows"), *tok, "-o", str(d / "a_file")), ["a_file", "not a folder"]),
         "output_without_a_type": (("compress", str(src), *tok, "-o", str(d / "new_folder")), ["new_folder"]),
+        "no_tokenizer": (("compress", str(src)), ["no tokenizer given", "--tokenizer"]),
+        "tokenizer_file": (
+            ("compress", str(src), "--tokenizer", str(bpe_tokenizer / "tokenizer.json")), [str(bpe_tokenizer)],
+        ),
     }[case]
     before = snapshot(d.parent)
     res = run_cli(*args)

@@ -23,7 +23,7 @@ class CompressionConfig:
     """Every setting of a run. Field names follow the reference's dataclass where it had one."""
 
     # tokenizer
-    tokenizer_name: str = "moonshotai/Kimi-K2-Thinking"
+    tokenizer_name: str | None = None  # no default: counting with another model's tokenizer would mislead
     trust_remote_code: bool = False
     # compression
     target_max_tokens: int = 15250

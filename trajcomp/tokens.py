@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 from dataclasses import dataclass
 from functools import partial
 from typing import Sequence
+from urllib.parse import urlsplit
 
 
 class TokenizerLoadError(RuntimeError):
@@ -23,7 +25,7 @@ class TokenizerInfo:
 class TokenCounter:
     """Counts tokens of texts without special tokens, in batched calls to the Rust backend."""
 
-    def __init__(self, name_or_path: str, trust_remote_code: bool = False):
+    def __init__(self, name_or_path: str | None, trust_remote_code: bool = False):
         self.name = name_or_path
         tokenizer = _load(name_or_path, trust_remote_code)
         # The Rust tokenizer behind the fast tokenizer: encode_batch runs in parallel without the GIL.
@@ -42,20 +44,34 @@ class TokenCounter:
         return await asyncio.to_thread(self.count, texts)
 
 
-def _load(name_or_path: str, trust_remote_code: bool):
+def _load(name_or_path: str | None, trust_remote_code: bool):
     # transformers warns loudly when no deep-learning framework is installed; we only need tokenizers.
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     from transformers import AutoTokenizer
 
-    if name_or_path.startswith(("./", "../", "/", "~")) and not os.path.isdir(os.path.expanduser(name_or_path)):
+    if not name_or_path:
+        raise TokenizerLoadError(
+            "no tokenizer given: pass --tokenizer with your training tokenizer (a local folder holding "
+            "tokenizer.json, or a Hugging Face name in the local cache), or set tokenizer.name in the config"
+        )
+    path = os.path.expanduser(name_or_path)
+    if os.path.isfile(path):
+        raise TokenizerLoadError(
+            f"the tokenizer is the folder holding tokenizer.json, not a file: {os.path.dirname(name_or_path) or '.'}"
+        )
+    if name_or_path.startswith(("./", "../", "/", "~")) and not os.path.isdir(path):
         raise TokenizerLoadError(f"tokenizer folder not found: {name_or_path}")
-    load = partial(AutoTokenizer.from_pretrained, os.path.expanduser(name_or_path), use_fast=True,
-                   trust_remote_code=trust_remote_code)
+    load = partial(AutoTokenizer.from_pretrained, path, use_fast=True, trust_remote_code=trust_remote_code)
     try:
-        # The local cache first: where the Hub is out of reach, asking it costs a minute of retries.
-        tokenizer = _first_success(partial(load, local_files_only=True), load)
+        tokenizer = load(local_files_only=True)  # a folder, or the local Hugging Face cache
     except Exception as exc:  # transformers raises many types here (OSError, ValueError, HTTP errors)
-        raise TokenizerLoadError(_load_hint(name_or_path, exc)) from None
+        # Asking a Hub that is out of reach costs a minute of retries: only ask one that answers.
+        if os.path.isdir(path) or not _hub_reachable():
+            raise TokenizerLoadError(_load_hint(name_or_path, exc, os.path.isdir(path))) from None
+        try:
+            tokenizer = load()
+        except Exception as exc:
+            raise TokenizerLoadError(_load_hint(name_or_path, exc, False)) from None
     if not getattr(tokenizer, "is_fast", False):
         raise TokenizerLoadError(
             f"tokenizer '{name_or_path}' has no fast (Rust) implementation; trajcomp needs one "
@@ -64,22 +80,26 @@ def _load(name_or_path: str, trust_remote_code: bool):
     return tokenizer
 
 
-def _first_success(*attempts):
-    """The first attempt that does not raise; the last one's error otherwise."""
-    for attempt in attempts[:-1]:
-        try:
-            return attempt()
-        except Exception:
-            continue
-    return attempts[-1]()
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the Hugging Face Hub (or HF_ENDPOINT) takes a connection; through a proxy, assume so."""
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        return False
+    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return True
+    url = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    try:
+        socket.create_connection((url.hostname, url.port or (443 if url.scheme == "https" else 80)), timeout).close()
+    except (OSError, ValueError):
+        return False
+    return True
 
 
-def _load_hint(name_or_path: str, exc: Exception) -> str:
+def _load_hint(name_or_path: str, exc: Exception, is_folder: bool) -> str:
     reason = " ".join(str(exc).split())[:300]
-    if os.path.isdir(name_or_path):
+    if is_folder:
         return f"cannot load tokenizer from folder '{name_or_path}': {reason}"
     return (
-        f"cannot load tokenizer '{name_or_path}': {reason}. It is neither a local folder nor in the "
-        "Hugging Face cache; pass a local folder with --tokenizer PATH (or tokenizer.name in the config), "
-        "or download it once where the Hub is reachable and run with HF_HUB_OFFLINE=1"
+        f"cannot load tokenizer '{name_or_path}': it is neither a local folder nor in the Hugging Face "
+        f"cache, and the Hub did not provide it ({reason}). Pass a local folder with --tokenizer PATH "
+        "(or tokenizer.name in the config), or download it once where the Hub is reachable"
     )
