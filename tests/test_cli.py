@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import trajcomp
 from conftest import read_jsonl, run_cli, write_jsonl
 
 TARGET = 2500
@@ -365,6 +366,11 @@ def test_empty_input_gives_empty_output_and_zero_report(tmp_path, bpe_tokenizer)
     zero = {"min": 0, "p50": 0, "p90": 0, "p99": 0, "max": 0}
     assert report["distribution"] == {"before": zero, "after": zero}
     assert report["processing"]["rejects_file"] is None
+
+
+def test_version():
+    res = run_cli("--version")
+    assert res.code == 0 and res.stdout == f"trajcomp {trajcomp.__version__}\n"
 
 
 def test_a_tokenizer_name_neither_cached_nor_reachable_fails_at_once(tmp_path):

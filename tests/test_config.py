@@ -202,7 +202,8 @@ def assert_one_line_error_naming(path, must_name: str) -> None:
         ("compression:\n  summary_target_tokens: 0\n", "summary_target_tokens"),
         ("compression:\n  target_max_tokens: 700\n  summary_target_tokens: 750\n", "summary_target_tokens"),
         ("compression:\n  target_max_tokens: 750\n  summary_target_tokens: 750\n", "summary_target_tokens"),
-        ("protected_turns:\n  last_n_turns: -1\n", "last_n_turns"),
+        ("protected_turns:\n  last_n_turns: -1\n", "protected_turns.last_n_turns"),  # as the file names it
+        ("summarization:\n  base_url: notaurl\n", "summarization.base_url"),
         ("summarization:\n  temperature: -0.1\n", "temperature"),
         ("summarization:\n  max_retries: -1\n", "max_retries"),
         ("summarization:\n  retry_delay: -2\n", "retry_delay"),

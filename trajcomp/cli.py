@@ -12,6 +12,7 @@ from typing import Optional
 import typer
 from typer.exceptions import TyperException
 
+from . import __version__
 from .config import ConfigError, load_config
 from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_ROWS_FAILED, EXIT_TERMINATED, EXIT_USAGE, fail
 from .tokens import TokenCounter, TokenizerLoadError
@@ -25,8 +26,17 @@ app = typer.Typer(
 
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"trajcomp {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
     """Compress datasets of agent trajectories so they fit a training context window."""
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -146,33 +147,41 @@ def _expected_type(name: str) -> tuple[type, ...]:
     return (str, type(None)) if default is None else (str,)
 
 
+def _key(name: str) -> str:
+    """A field as the config file names it (protect_last_n_turns -> protected_turns.last_n_turns)."""
+    return next((f"{section}.{key}" for section, keys in LAYOUT.items() for key, field_name in keys.items()
+                 if field_name == name), name)
+
+
 def validate(cfg: CompressionConfig) -> None:
-    """Reject values no run could use, naming the field."""
+    """Reject values no run could use, naming the key as the config file spells it."""
     for f in dataclasses.fields(cfg):
         value = getattr(cfg, f.name)
         types = _expected_type(f.name)
         if not isinstance(value, types) or (bool not in types and isinstance(value, bool)):
-            raise ConfigError(f"{f.name} must be {types[0].__name__}, got {value!r}")
+            raise ConfigError(f"{_key(f.name)} must be {types[0].__name__}, got {value!r}")
         if isinstance(value, float) and not math.isfinite(value):
-            raise ConfigError(f"{f.name} must be a finite number, got {value!r}")
+            raise ConfigError(f"{_key(f.name)} must be a finite number, got {value!r}")
     positive = ("target_max_tokens", "summary_target_tokens", "max_concurrent_requests", "num_workers", "max_turn_chars",
                 "max_rows_in_memory")
     for name in positive:
         if getattr(cfg, name) <= 0:
-            raise ConfigError(f"{name} must be > 0, got {getattr(cfg, name)}")
+            raise ConfigError(f"{_key(name)} must be > 0, got {getattr(cfg, name)}")
     for name in ("protect_last_n_turns", "max_retries", "retry_delay", "temperature", "max_consecutive_failures"):
         if getattr(cfg, name) < 0:
-            raise ConfigError(f"{name} must be >= 0, got {getattr(cfg, name)}")
+            raise ConfigError(f"{_key(name)} must be >= 0, got {getattr(cfg, name)}")
     for name in ("request_timeout", "per_trajectory_timeout"):
         if getattr(cfg, name) <= 0:
-            raise ConfigError(f"{name} must be > 0 seconds, got {getattr(cfg, name)}")
+            raise ConfigError(f"{_key(name)} must be > 0 seconds, got {getattr(cfg, name)}")
     if cfg.summary_target_tokens >= cfg.target_max_tokens:
         raise ConfigError(
-            f"summary_target_tokens ({cfg.summary_target_tokens}) must be smaller than "
-            f"target_max_tokens ({cfg.target_max_tokens})"
+            f"{_key('summary_target_tokens')} ({cfg.summary_target_tokens}) must be smaller than "
+            f"{_key('target_max_tokens')} ({cfg.target_max_tokens})"
         )
     if cfg.on_failure not in ON_FAILURE_CHOICES:
-        raise ConfigError(f"on_failure must be one of {', '.join(ON_FAILURE_CHOICES)}, got {cfg.on_failure!r}")
+        raise ConfigError(f"{_key('on_failure')} must be one of {', '.join(ON_FAILURE_CHOICES)}, got {cfg.on_failure!r}")
+    if not re.match(r"https?://[^/\s]+", cfg.base_url):
+        raise ConfigError(f"{_key('base_url')} must be an http:// or https:// URL, got {cfg.base_url!r}")
 
 
 def fields_from_mapping(data: Any, source: str) -> dict[str, Any]:

@@ -14,7 +14,10 @@ class Progress:
     """Counts rows by outcome and shows them; `live` adds run facts such as calls in flight."""
 
     def __init__(self, disable: bool, live: Callable[[], dict] | None = None):
-        self.bar = tqdm(unit="row", disable=disable, file=sys.stderr, dynamic_ncols=True)
+        # In a log file (stderr not a terminal) every redraw is kept: one line a minute is enough.
+        interval = 0.1 if sys.stderr.isatty() else 60.0
+        self.bar = tqdm(unit="row", disable=disable, file=sys.stderr, dynamic_ncols=True,
+                        mininterval=interval, maxinterval=max(10.0, interval))
         self.counts: Counter = Counter()
         self.live = live
         self._shown = 0.0
