@@ -16,6 +16,8 @@ import pytest
 from conftest import ROOT, read_jsonl, run_cli, write_jsonl
 from openai_server import ServerThread
 
+from trajcomp.render import render_report
+
 ROWS = 24
 
 
@@ -113,6 +115,8 @@ def test_kill_9_then_rerun_gives_identical_bytes_and_pays_no_summary_twice(tmp_p
     assert (out.parent / "out_rejects.jsonl").read_bytes() == (ref.parent / "out_rejects.jsonl").read_bytes()
     assert report["processing"]["resumed"] is True
     assert report["processing"]["rows_from_checkpoint"] >= 3 * parts_before_kill
+    this_run = ROWS + 1 - report["processing"]["rows_from_checkpoint"]  # rows/s is over these
+    assert render_report(report, "r.json").startswith(f"trajcomp: {ROWS + 1} rows read, {this_run} of them in this run:")
     assert report["rows"]["read"] == ROWS + 1 and report["rows"]["written"] == ROWS
     assert not (out.parent / ".out.jsonl.trajcomp-work").exists()
 

@@ -25,7 +25,6 @@ app = typer.Typer(
 )
 
 
-
 def _print_version(value: bool) -> None:
     if value:
         typer.echo(f"trajcomp {__version__}")

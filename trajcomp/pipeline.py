@@ -132,6 +132,9 @@ def build_compressor(config: CompressionConfig, counter, layout: Layout) -> Traj
     return TrajectoryCompressor(config, counter, summarizer)
 
 
+_END = object()
+
+
 async def ordered_map(
     items: Iterable, fn: Callable[[Any], Awaitable], max_running: int, max_held: int
 ) -> AsyncIterator:
@@ -167,9 +170,6 @@ async def ordered_map(
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
-
-
-_END = object()
 
 
 class Runner:

@@ -17,9 +17,11 @@ def render_report(report: dict[str, Any], report_path: str) -> str:
     d, outcomes, calls = report["distribution"], s["outcomes"], report["summarization"]
     unchanged = {k: v for k, v in outcomes.items() if k not in ("compressed", "failed") and v}
     sources = s["summaries_by_source"]
-    this_run = f", {_n(rows['read'] - p['rows_from_checkpoint'])} of them in this run:" if p["rows_from_checkpoint"] else " in"
+    resumed = p["rows_from_checkpoint"]  # rows/s counts only the rows this run read
+    this_run = f", {_n(rows['read'] - resumed)} of them in this run:" if resumed else " in"
     lines = [
-        f"trajcomp: {_n(rows['read'])} rows read{this_run} {p['duration_seconds']:.1f}s ({_n(p['rows_per_second'])} rows/s)",
+        f"trajcomp: {_n(rows['read'])} rows read{this_run} {p['duration_seconds']:.1f}s "
+        f"({_n(p['rows_per_second'])} rows/s)",
         f"  compressed          {_n(s['trajectories_compressed'])}"
         # Say so when some summaries are not the chosen summarizer's (the on_failure fallback).
         + (_reasons(sources) if set(sources) - {calls["summarizer"]} else ""),

@@ -66,8 +66,9 @@ def _load(name_or_path: str | None, trust_remote_code: bool):
         tokenizer = load(local_files_only=True)  # a folder, or the local Hugging Face cache
     except Exception as exc:  # transformers raises many types here (OSError, ValueError, HTTP errors)
         # Asking a Hub that is out of reach costs a minute of retries: only ask one that answers.
-        if os.path.isdir(path) or not _hub_reachable():
-            raise TokenizerLoadError(_load_hint(name_or_path, exc, os.path.isdir(path))) from None
+        is_folder = os.path.isdir(path)
+        if is_folder or not _hub_reachable():
+            raise TokenizerLoadError(_load_hint(name_or_path, exc, is_folder)) from None
         try:
             tokenizer = load()
         except Exception as exc:
