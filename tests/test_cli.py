@@ -547,7 +547,8 @@ def test_dry_run_writes_nothing(tmp_path, main_run, bpe_tokenizer):
     est = json.loads(res.stdout)
     assert est["rows"] == len(rows)
     assert est["rows_rejected"] == len(expected)
-    assert est["target_max_tokens"] == TARGET
+    assert est["target_max_tokens"] == TARGET and est["summary_target_tokens"] == SUMMARY
+    assert est["inputs"] == [str(src)] and est["tokenizer"]["name"] == str(bpe_tokenizer)  # as `stats` says it
 
     # Cross-check with the real run on the same rows (main_run): same counts, same decisions.
     written = read_jsonl(main_run[0] / "hermes_runs_compressed.jsonl")

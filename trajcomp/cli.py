@@ -146,12 +146,13 @@ def _dry_run(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None:
     from .formats.base import InputError
     from .planner import PlanParams
     from .render import render_estimate
+    from .stats import headed
 
     try:
         planned = estimate(layout.files, options.selection, counter, PlanParams.from_config(cfg), options.input_format)
     except InputError as exc:
         fail(str(exc), EXIT_FAILED)
-    result = planned.to_dict()
+    result = headed(planned.to_dict(), layout.files, counter, cfg)
     if as_json:
         typer.echo(json.dumps(result, indent=2))
     elif not quiet:

@@ -102,6 +102,11 @@ def dataset_stats(jobs: list[FileJob], counter: TokenCounter, cfg) -> dict[str, 
     figures = estimate(jobs, Selection(), counter, PlanParams.from_config(cfg)).to_dict()
     for key in ("rows_not_sampled", "rows_other_shards"):  # stats takes every row: always 0
         figures.pop(key, None)
+    return headed(figures, jobs, counter, cfg)
+
+
+def headed(figures: dict[str, Any], jobs: list[FileJob], counter: TokenCounter, cfg) -> dict[str, Any]:
+    """Estimate figures after what they were computed from (shared by stats and --dry-run)."""
     return {
         "inputs": [str(job.input) for job in jobs],
         "tokenizer": vars(counter.info),
