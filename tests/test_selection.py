@@ -122,3 +122,17 @@ def test_a_glob_skips_earlier_outputs_and_rejects_like_a_folder_does(tmp_path, b
     report = json.loads(again.stdout)
     assert [Path(p).name for p in report["processing"]["inputs"]] == ["a.jsonl", "b.jsonl"]
     assert sorted(Path(p).name for p in report["processing"]["skipped_files"]) == ["a_compressed.jsonl", "a_rejects.jsonl"]
+
+
+def test_a_glob_without_o_writes_beside_its_root_and_never_where_it_would_read(tmp_path, bpe_tokenizer):
+    src = tmp_path / "data"
+    src.mkdir()
+    make_tree(src)
+    tok = ("--tokenizer", str(bpe_tokenizer), "-q")
+    plain = run_cli("compress", str(src / "*.jsonl"), *tok)
+    assert plain.code == 0, plain.stderr
+    assert sorted(p.name for p in (tmp_path / "data_compressed").iterdir()) == [
+        "a.jsonl", "b.jsonl", "compression_metrics.json", "rejects.jsonl"]
+    inside = run_cli("compress", str(src / "**" / "*.jsonl"), "-o", str(src / "out"), *tok)
+    assert inside.code == 2 and "would match the input glob" in inside.stderr
+    assert not (src / "out").exists()

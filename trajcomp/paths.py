@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import os
 import re
@@ -116,6 +117,24 @@ def _side_file(path: Path) -> bool:
     return not head.startswith(b"[")
 
 
+def _is_glob(text: str) -> bool:
+    """An input argument that expand_inputs treats as a glob."""
+    return not Path(text).exists() and glob.has_magic(text)
+
+
+def _glob_matches(pattern: str, path: Path) -> bool:
+    """Whether glob.glob(pattern, recursive=True) could return `path` (both taken as absolute)."""
+    want, parts = Path(os.path.abspath(pattern)).parts, Path(os.path.abspath(path)).parts
+
+    def match(i: int, j: int) -> bool:
+        if i == len(want):
+            return j == len(parts)
+        if want[i] == "**":
+            return any(match(i + 1, k) for k in range(j, len(parts) + 1))
+        return j < len(parts) and fnmatch.fnmatchcase(parts[j], want[i]) and match(i + 1, j + 1)
+    return match(0, 0)
+
+
 def _glob_root(pattern: str) -> str:
     """The folder part of a glob before its first wildcard: outputs mirror the tree below it."""
     parts = Path(pattern).parts
@@ -145,8 +164,10 @@ def resolve(
 def _folder_output(inputs: list[str], found: Inputs, output, config, output_format, shard) -> Layout:
     if len(inputs) > 1 and output is None:
         raise ConfigError("several inputs need -o OUTPUT_DIR")
-    first = Path(inputs[0]).resolve()  # `trajcomp compress .` names its output after the real folder
-    out_dir = output or _with_shard(first.with_name(first.name + config.output_suffix), shard)
+    out_dir = output
+    if out_dir is None:  # named after the real folder (`compress .`), or after a glob's root folder
+        first = Path(inputs[0] if Path(inputs[0]).is_dir() else _glob_root(inputs[0])).resolve()
+        out_dir = _with_shard(first.with_name(first.name + config.output_suffix), shard)
     for text in inputs:
         if Path(text).is_dir() and out_dir.resolve().is_relative_to(Path(text).resolve()):
             # Its outputs would be read as inputs by the next run of the same command.
@@ -157,6 +178,10 @@ def _folder_output(inputs: list[str], found: Inputs, output, config, output_form
         stem, suffix = split_suffix(file)
         jobs.append(FileJob(file, out_dir / rel.with_name(stem + (output_format or suffix)), str(rel)))
     _check_distinct(jobs, [file for file, _ in found.pairs])
+    for text in (t for t in inputs if _is_glob(t)):
+        caught = next((job.output for job in jobs if _glob_matches(text, job.output)), None)
+        if caught is not None:  # the same command run again would read it as an input
+            raise ConfigError(f"the output {caught} would match the input glob {text}; choose another -o")
     return Layout(
         jobs, out_dir / config.metrics_output_file, out_dir / "rejects.jsonl",
         out_dir / "summary_cache.sqlite", out_dir / ".trajcomp-work", found.skipped,
