@@ -152,7 +152,8 @@ def test_api_key_is_sent_as_bearer_and_written_nowhere(runs):
         assert summary == f"{SUMMARY_PREFIX} " + KEYED_ANSWER.replace(KEY, REDACTED)
     assert "out_metrics.json" in run.files() and "out_summary_cache.sqlite" in run.files()
     assert KEY not in run.result.stdout and KEY not in run.result.stderr
-    assert "openai" in run.result.stdout  # the text report names the summarizer
+    # The text report names the summarizer and tells the summaries' calls from this run's requests.
+    assert f"openai: {N_OVER} API calls, 0 errors, {N_OVER} HTTP requests by this run\n" in run.result.stdout
     for name, blob in run.blobs().items():
         if name != "in.jsonl":
             assert KEY.encode() not in blob, name

@@ -188,8 +188,9 @@ def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None
         typer.echo(render_report(result.report, str(layout.report)))
     failed = result.report["summary"]["trajectories_failed"] + result.report["rows"]["reject_reasons"].get("summary_failed", 0)
     if failed:
+        cached = ": summaries already made come from the cache" if cfg.cache else ""
         fail(f"{failed} rows could not be summarized (see the report); run the same command again to retry "
-             "them: summaries already made come from the cache", EXIT_ROWS_FAILED)
+             f"them{cached}", EXIT_ROWS_FAILED)
 
 
 class _Terminated(Exception):

@@ -33,8 +33,11 @@ def render_report(report: dict[str, Any], report_path: str) -> str:
         f"(ratio {t['overall_compression_ratio']})",
         f"  tokens per row p50  {_n(d['before']['p50'])} -> {_n(d['after']['p50'])}, "
         f"max {_n(d['before']['max'])} -> {_n(d['after']['max'])}",
-        f"  summarizer          {calls['summarizer']}: {_n(calls['api_calls'])} API calls, {_n(calls['errors'])} errors"
-        + (f", {_n(calls['cache_hits'])} from the cache" if calls.get("cache_hits") else ""),
+        f"  summarizer          {calls['summarizer']}: {_count(calls['api_calls'], 'API call')}, "
+        f"{_count(calls['errors'], 'error')}"
+        # api_calls is what the summaries took, some maybe in earlier runs; http_requests is this run's.
+        + (f", {_count(calls['http_requests'], 'HTTP request')} by this run" if "http_requests" in calls else "")
+        + (f", {_count(calls['cache_hits'], 'summary')} from the cache" if calls.get("cache_hits") else ""),
         f"  report              {report_path}",
     ]
     not_taken = {k: rows[k] for k in ("not_sampled", "other_shards") if rows[k]}
@@ -47,6 +50,11 @@ def render_report(report: dict[str, Any], report_path: str) -> str:
     if p["skipped_files"]:
         lines.append(f"  not data, skipped   {', '.join(p['skipped_files'])}")
     return "\n".join(lines)
+
+
+def _count(n: int, noun: str) -> str:
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+    return f"{_n(n)} {noun if n == 1 else plural}"
 
 
 def _reasons(reasons: dict[str, int]) -> str:
