@@ -162,6 +162,23 @@ def test_resume_with_other_settings_refuses_and_restart_starts_over(tmp_path, da
     assert report["config"]["compression"]["target_max_tokens"] == 900
 
 
+def test_a_resume_may_use_the_endpoint_at_a_new_address(tmp_path, dataset, bpe_tokenizer):
+    """Where the server listens is not part of what is written: a server restarted on another port resumes."""
+    with ServerThread(latency=0.05) as server:
+        ref = reference_run(tmp_path, dataset, bpe_tokenizer, server.base_url)
+        out = tmp_path / "run" / "out.jsonl"
+        proc = start(args(dataset, out, bpe_tokenizer, server.base_url))
+        wait_for_parts(out.parent / ".out.jsonl.trajcomp-work", 1, proc)
+        freeze(server)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    with ServerThread(latency=0.05) as moved:
+        resumed = run_cli(*args(dataset, out, bpe_tokenizer, moved.base_url))
+        assert resumed.code == 0, resumed.stderr
+    assert json.loads((out.parent / "out_metrics.json").read_text())["processing"]["resumed"] is True
+    assert out.read_bytes() == ref.read_bytes()
+
+
 def test_a_second_run_on_the_same_output_is_refused_even_with_restart(tmp_path, dataset, bpe_tokenizer):
     """--restart must not pull the work folder from under a run still going."""
     with ServerThread(latency=0.05) as server:

@@ -31,8 +31,12 @@ from .rows import RowError, adapter_for
 from .selection import Selection, Taker
 from .summarizers import make_summarizer
 
-# Settings that change how fast a run goes but never what it writes: a resume may change them.
-_SPEED_ONLY = {"num_workers", "max_concurrent_requests", "max_rows_in_memory", "cache", "max_consecutive_failures"}
+# Settings that never change what a run writes (speed, memory, where the endpoint is and how to
+# authenticate to it): a resume may change them, e.g. after the server moved to another port.
+_NOT_IN_OUTPUT = {
+    "num_workers", "max_concurrent_requests", "max_rows_in_memory", "cache", "max_consecutive_failures",
+    "base_url", "api_key_env",
+}
 
 
 class SummarizerDown(RuntimeError):
@@ -194,7 +198,7 @@ class Runner:
     def fingerprint(self) -> dict[str, Any]:
         """What must not change between an interrupted run and its resume."""
         sections = self.config.to_sections().items()
-        config = {s: {k: v for k, v in keys.items() if k not in _SPEED_ONLY} for s, keys in sections}
+        config = {s: {k: v for k, v in keys.items() if k not in _NOT_IN_OUTPUT} for s, keys in sections}
         return {
             "trajcomp_version": __version__,
             "inputs": [[str(j.input), j.input.stat().st_size, j.input.stat().st_mtime_ns] for j in self.layout.files],
