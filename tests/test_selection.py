@@ -136,3 +136,21 @@ def test_a_glob_without_o_writes_beside_its_root_and_never_where_it_would_read(t
     inside = run_cli("compress", str(src / "**" / "*.jsonl"), "-o", str(src / "out"), *tok)
     assert inside.code == 2 and "would match the input glob" in inside.stderr
     assert not (src / "out").exists()
+
+
+def test_outputs_an_earlier_run_left_in_the_output_folder_are_named(tmp_path, bpe_tokenizer):
+    """Training on the output folder would take them too: the report and its text say so."""
+    src = tmp_path / "data"
+    src.mkdir()
+    make_tree(src)
+    tok = ("--tokenizer", str(bpe_tokenizer))
+    assert run_cli("compress", str(src), *tok, "-q").code == 0
+    first = json.loads((tmp_path / "data_compressed" / "compression_metrics.json").read_text())
+    assert first["processing"]["stray_files_in_output"] == []
+    (src / "b.jsonl").unlink()
+    again = run_cli("compress", str(src), *tok)
+    assert again.code == 0, again.stderr
+    report = json.loads((tmp_path / "data_compressed" / "compression_metrics.json").read_text())
+    stray = str(tmp_path / "data_compressed" / "b.jsonl")
+    assert report["processing"]["stray_files_in_output"] == [stray]
+    assert f"not from this run   {stray}" in again.stdout

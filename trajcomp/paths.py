@@ -28,6 +28,15 @@ class Layout:
     cache: Path
     work: Path  # checkpoints and finished parts; removed when the run completes
     skipped: tuple[Path, ...] = ()  # files in input folders that are not data
+    folder: Path | None = None  # the output folder of a folder run (None: one output file)
+
+    def strays(self) -> list[Path]:
+        """Data files in the output folder that this run did not write (left by an earlier run)."""
+        if self.folder is None or not self.folder.is_dir():
+            return []
+        written = {job.output.resolve() for job in self.files}
+        data, _ = _scan(self.folder, "")
+        return [path for path in data if path.resolve() not in written]
 
 
 @dataclass(frozen=True)
@@ -184,7 +193,7 @@ def _folder_output(inputs: list[str], found: Inputs, output, config, output_form
             raise ConfigError(f"the output {caught} would match the input glob {text}; choose another -o")
     return Layout(
         jobs, out_dir / config.metrics_output_file, out_dir / "rejects.jsonl",
-        out_dir / "summary_cache.sqlite", out_dir / ".trajcomp-work", found.skipped,
+        out_dir / "summary_cache.sqlite", out_dir / ".trajcomp-work", found.skipped, out_dir,
     )
 
 

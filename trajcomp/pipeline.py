@@ -359,6 +359,7 @@ class Runner:
                 "outputs": [str(j.output) for j in self.layout.files],
                 "rejects_file": str(self.layout.rejects) if rows["rejected"] else None,
                 "skipped_files": [str(p) for p in self.layout.skipped],
+                "stray_files_in_output": [str(p) for p in self.layout.strays()],
                 "resumed": self.work.resumed,
                 "rows_from_checkpoint": self.resumed_rows,
                 "selection": self.options.selection.as_dict(),

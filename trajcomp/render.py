@@ -49,6 +49,8 @@ def render_report(report: dict[str, Any], report_path: str) -> str:
         lines.append(f"  rejects             {p['rejects_file']}")
     if p["skipped_files"]:
         lines.append(f"  not data, skipped   {', '.join(p['skipped_files'])}")
+    if p.get("stray_files_in_output"):  # an earlier run's outputs: training on the folder would take them too
+        lines.append(f"  not from this run   {', '.join(p['stray_files_in_output'])} (in the output folder)")
     return "\n".join(lines)
 
 
