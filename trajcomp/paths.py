@@ -59,7 +59,7 @@ def expand_inputs(inputs: list[str], output_suffix: str = "_compressed") -> Inpu
             skipped.extend(not_data)
         elif path.is_file():
             pairs.append((path, path.parent))
-        elif glob.has_magic(text):
+        elif _is_glob(text):
             files, not_data = _matches(text, output_suffix)
             if not files:
                 raise ConfigError(f"no input file matches {text}")
