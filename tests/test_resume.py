@@ -77,6 +77,15 @@ def thaw(server: ServerThread) -> None:
     server.set_faults(hang_first_n=0)
 
 
+def run_held_midway(server: ServerThread, src: Path, out: Path, tok: Path, parts: int,
+                    seconds: float = 3600) -> subprocess.Popen:
+    """A real run with `parts` parts done, then held there: its calls hang `seconds` (see freeze)."""
+    proc = start(args(src, out, tok, server.base_url))
+    wait_for_parts(out.parent / f".{out.name}.trajcomp-work", parts, proc)
+    freeze(server, seconds)
+    return proc
+
+
 def cached_summaries(cache: Path) -> int:
     with sqlite3.connect(cache) as db:
         return db.execute("SELECT COUNT(*) FROM summaries").fetchone()[0]
@@ -95,9 +104,7 @@ def test_kill_9_then_rerun_gives_identical_bytes_and_pays_no_summary_twice(tmp_p
         ref = reference_run(tmp_path, dataset, bpe_tokenizer, server.base_url)
         server.reset()
         out = tmp_path / "run" / "out.jsonl"
-        proc = start(args(dataset, out, bpe_tokenizer, server.base_url))
-        wait_for_parts(out.parent / ".out.jsonl.trajcomp-work", parts_before_kill, proc)
-        freeze(server)
+        proc = run_held_midway(server, dataset, out, bpe_tokenizer, parts_before_kill)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         assert not out.exists(), "a killed run must not leave a final output behind"
@@ -126,9 +133,7 @@ def test_ctrl_c_or_sigterm_stops_gracefully_and_resumes(tmp_path, dataset, bpe_t
     with ServerThread(latency=0.15) as server:
         ref = reference_run(tmp_path, dataset, bpe_tokenizer, server.base_url)
         out = tmp_path / "run" / "out.jsonl"
-        proc = start(args(dataset, out, bpe_tokenizer, server.base_url))
-        wait_for_parts(out.parent / ".out.jsonl.trajcomp-work", 2, proc)
-        freeze(server)
+        proc = run_held_midway(server, dataset, out, bpe_tokenizer, 2)
         proc.send_signal(sig)
         _, stderr = proc.communicate(timeout=60)
         assert proc.returncode == code, stderr
@@ -143,9 +148,7 @@ def test_ctrl_c_or_sigterm_stops_gracefully_and_resumes(tmp_path, dataset, bpe_t
 def test_resume_with_other_settings_refuses_and_restart_starts_over(tmp_path, dataset, bpe_tokenizer):
     with ServerThread(latency=0.15) as server:
         out = tmp_path / "run" / "out.jsonl"
-        proc = start(args(dataset, out, bpe_tokenizer, server.base_url))
-        wait_for_parts(out.parent / ".out.jsonl.trajcomp-work", 1, proc)
-        freeze(server)
+        proc = run_held_midway(server, dataset, out, bpe_tokenizer, 1)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         thaw(server)
@@ -167,9 +170,7 @@ def test_a_resume_may_use_the_endpoint_at_a_new_address(tmp_path, dataset, bpe_t
     with ServerThread(latency=0.05) as server:
         ref = reference_run(tmp_path, dataset, bpe_tokenizer, server.base_url)
         out = tmp_path / "run" / "out.jsonl"
-        proc = start(args(dataset, out, bpe_tokenizer, server.base_url))
-        wait_for_parts(out.parent / ".out.jsonl.trajcomp-work", 1, proc)
-        freeze(server)
+        proc = run_held_midway(server, dataset, out, bpe_tokenizer, 1)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     with ServerThread(latency=0.05) as moved:
@@ -184,9 +185,7 @@ def test_a_second_run_on_the_same_output_is_refused_even_with_restart(tmp_path, 
     with ServerThread(latency=0.05) as server:
         ref = reference_run(tmp_path, dataset, bpe_tokenizer, server.base_url)
         out = tmp_path / "run" / "out.jsonl"
-        proc = start(args(dataset, out, bpe_tokenizer, server.base_url))
-        wait_for_parts(out.parent / ".out.jsonl.trajcomp-work", 1, proc)
-        freeze(server, seconds=5)  # the first run's calls wait 5 s, then are answered
+        proc = run_held_midway(server, dataset, out, bpe_tokenizer, 1, seconds=5)  # calls wait 5 s, then are answered
         for extra in ([], ["--restart"]):
             second = run_cli(*args(dataset, out, bpe_tokenizer, server.base_url), *extra)
             assert second.code == 2, second.stderr
