@@ -85,8 +85,7 @@ def _scan(directory: Path, output_suffix: str) -> tuple[list[Path], list[Path]]:
             path = Path(root) / name
             if split_suffix(path)[1] not in INPUT_SUFFIXES:
                 continue
-            side = _earlier_output(name, stems, output_suffix) or _side_file(path)
-            (not_data if side else data).append(path)
+            (not_data if _not_data(path, stems, output_suffix) else data).append(path)
     return data, not_data
 
 
@@ -97,9 +96,13 @@ def _matches(pattern: str, output_suffix: str) -> tuple[list[Path], list[Path]]:
     stems = {folder: _stems(os.listdir(folder)) for folder in {f.parent for f in files}}
     data, not_data = [], []
     for path in files:
-        side = _earlier_output(path.name, stems[path.parent], output_suffix) or _side_file(path)
-        (not_data if side else data).append(path)
+        (not_data if _not_data(path, stems[path.parent], output_suffix) else data).append(path)
     return data, not_data
+
+
+def _not_data(path: Path, sibling_stems: set[str], output_suffix: str) -> bool:
+    """An earlier run's output beside its input, a rejects file, or a .json file that is not rows."""
+    return _earlier_output(path.name, sibling_stems, output_suffix) or _side_file(path)
 
 
 def _stems(names: list[str]) -> set[str]:
