@@ -73,7 +73,7 @@ def compress(
         None, help="When no summary can be had: keep (row unchanged, flagged), extractive (offline fallback) or reject."
     ),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the summary cache."),
-    input_format: str = typer.Option("auto", help="Row schema: auto, sharegpt (conversations) or openai (messages)."),
+    input_format: Optional[str] = typer.Option(None, help="Row schema: auto, sharegpt (conversations) or openai (messages)."),
     output_format: Optional[str] = typer.Option(
         None, help="Output file type (.jsonl, .jsonl.gz, .jsonl.zst, .json, .parquet); default: the output's suffix."
     ),
@@ -115,16 +115,15 @@ def compress(
             retry_delay=retry_delay,
             on_failure=on_failure,
             cache=False if no_cache else None,
+            input_format=input_format,
         )
         if shard_index >= num_shards:
             raise ConfigError(f"--shard-index must be below --num-shards ({shard_index} >= {num_shards})")
-        if input_format not in ("auto", "sharegpt", "openai"):
-            raise ConfigError(f"--input-format must be auto, sharegpt or openai, got {input_format!r}")
         shard = (shard_index, num_shards) if num_shards > 1 else None
         layout = resolve(inputs, output, cfg, _dotted(output_format), shard)
         options = RunOptions(
             Selection(sample_percent, seed, num_shards, shard_index, limit),
-            input_format, quiet or as_json, checkpoint_rows, restart,
+            quiet or as_json, checkpoint_rows, restart,
         )
         counter = TokenCounter(cfg.tokenizer_name, cfg.trust_remote_code)
     except (ConfigError, TokenizerLoadError) as exc:
@@ -149,7 +148,7 @@ def _dry_run(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None:
     from .stats import headed
 
     try:
-        planned = estimate(layout.files, options.selection, counter, PlanParams.from_config(cfg), options.input_format)
+        planned = estimate(layout.files, options.selection, counter, PlanParams.from_config(cfg), cfg.input_format)
     except InputError as exc:
         fail(str(exc), EXIT_FAILED)
     result = headed(planned.to_dict(), layout.files, counter, cfg)

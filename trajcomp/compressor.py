@@ -1,14 +1,19 @@
-"""One row at a time: count, plan, summarize, assemble, measure."""
+"""The row core: rows in, results out (an output row or a rejection, with metrics).
+
+Counting, planning, summarizing and assembly happen here and nowhere else; the engines
+(pipeline.py for files, hf.py, ray.py) only move rows through `compress_rows`.
+"""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .config import CompressionConfig
 from .metrics import Outcome, RowMetrics
 from .planner import Decision, Plan, PlanParams, plan
-from .rows import SHAREGPT, Turn
+from .rows import SHAREGPT, RowError, Turn, adapter_for
 from .summarizers import SUMMARY_PREFIX, Summarizer, Summary, SummaryError, SummaryRequest, make_summarizer
 from .summarizers.base import with_prefix
 from .tokens import TokenCounter
@@ -18,6 +23,24 @@ _UNCHANGED = {
     Decision.NOTHING_TO_COMPRESS: Outcome.NOTHING_TO_COMPRESS,
     Decision.NO_NET_SAVINGS: Outcome.NO_NET_SAVINGS,
 }
+
+
+@dataclass(frozen=True)
+class RowResult:
+    """One input row's result: the output row, or the reason it was rejected; metrics when it got that far."""
+
+    row: dict[str, Any] | None
+    metrics: RowMetrics | None
+    reason: str | None = None  # a stable code, set exactly when the row is rejected
+    detail: str = ""
+
+    @property
+    def rejected(self) -> bool:
+        return self.reason is not None
+
+    @classmethod
+    def reject(cls, reason: str, detail: str, metrics: RowMetrics | None = None) -> "RowResult":
+        return cls(None, metrics, reason, detail)
 
 
 @dataclass(frozen=True)
@@ -58,6 +81,30 @@ class TrajectoryCompressor:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+    async def compress_rows(self, rows: Sequence[Any]) -> list[RowResult]:
+        """One result per row, in order; the rows' summaries are made concurrently."""
+        return list(await asyncio.gather(*(self.compress_row(row) for row in rows)))
+
+    async def compress_row(self, row: Any) -> RowResult:
+        """The output row (input fields kept, turns compressed) or a rejection; the input is never mutated."""
+        try:
+            adapter = adapter_for(row, self.config.input_format)
+            native = adapter.native_turns(row)
+        except RowError as exc:
+            return RowResult.reject(exc.reason, exc.detail)
+        try:
+            turns, metrics = await self.compress_turns(native, adapter)
+        except Exception as exc:  # one row's surprise must not stop a run of a million: reject it, named
+            return RowResult.reject("internal_error", f"{type(exc).__name__}: {exc}")
+        if metrics.outcome is Outcome.FAILED and self.config.on_failure == "reject":
+            return RowResult.reject("summary_failed", metrics.error or "", metrics)
+        if metrics.still_over_limit and not self.config.save_over_limit:
+            return RowResult.reject("still_over_limit", f"{metrics.compressed_tokens} tokens", metrics)
+        out = adapter.with_turns(row, turns) if turns is not native else dict(row)
+        if self.config.metrics_per_trajectory:
+            out["compression_metrics"] = metrics.to_dict()
+        return RowResult(out, metrics)
 
     async def compress_trajectory(self, turns: list[dict[str, str]]) -> tuple[list[dict[str, str]], RowMetrics]:
         """Compress ShareGPT turns (`[{"from", "value"}, ...]`); the input is never mutated."""

@@ -17,12 +17,15 @@ class ConfigError(ValueError):
 
 
 ON_FAILURE_CHOICES = ("keep", "extractive", "reject")
+INPUT_FORMATS = ("auto", "sharegpt", "openai")
 
 
 @dataclass(frozen=True)
 class CompressionConfig:
     """Every setting of a run. Field names follow the reference's dataclass where it had one."""
 
+    # input
+    input_format: str = "auto"  # auto (per row), sharegpt or openai
     # tokenizer
     tokenizer_name: str | None = None  # no default: counting with another model's tokenizer would mislead
     trust_remote_code: bool = False
@@ -82,9 +85,10 @@ class CompressionConfig:
         }
 
 
-# YAML section -> {yaml key -> dataclass field}. The first seven sections and their keys are
+# YAML section -> {yaml key -> dataclass field}. The seven sections after `input` and their keys are
 # the reference's `trajectory_compression.yaml`; the extra keys are trajcomp's own.
 LAYOUT: dict[str, dict[str, str]] = {
+    "input": {"format": "input_format"},
     "tokenizer": {"name": "tokenizer_name", "trust_remote_code": "trust_remote_code"},
     "compression": {
         "target_max_tokens": "target_max_tokens",
@@ -180,6 +184,8 @@ def validate(cfg: CompressionConfig) -> None:
         )
     if cfg.on_failure not in ON_FAILURE_CHOICES:
         raise ConfigError(f"{_key('on_failure')} must be one of {', '.join(ON_FAILURE_CHOICES)}, got {cfg.on_failure!r}")
+    if cfg.input_format not in INPUT_FORMATS:
+        raise ConfigError(f"{_key('input_format')} must be one of {', '.join(INPUT_FORMATS)}, got {cfg.input_format!r}")
     if not re.match(r"https?://[^/\s]+", cfg.base_url):
         raise ConfigError(f"{_key('base_url')} must be an http:// or https:// URL, got {cfg.base_url!r}")
 

@@ -27,7 +27,6 @@ from .formats.jsonl import JSONL
 from .metrics import Aggregate, Outcome, RowMetrics
 from .paths import FileJob, Layout
 from .progress import Progress
-from .rows import RowError, adapter_for
 from .selection import Selection, Taker
 from .summarizers import make_summarizer
 
@@ -46,7 +45,6 @@ class SummarizerDown(RuntimeError):
 @dataclass(frozen=True)
 class RunOptions:
     selection: Selection = field(default_factory=Selection)
-    input_format: str = "auto"
     quiet: bool = False
     checkpoint_rows: int = 1000
     restart: bool = False
@@ -205,7 +203,6 @@ class Runner:
             "outputs": [str(j.output) for j in self.layout.files],
             "config": config,
             "selection": self.options.selection.as_dict(),
-            "input_format": self.options.input_format,
             "checkpoint_rows": self.options.checkpoint_rows,
         }
 
@@ -295,23 +292,10 @@ class Runner:
             return Skipped(verdict)
         if record.error is not None:
             return Rejected(record, record.error.reason, record.error.detail)
-        try:
-            adapter = adapter_for(record.row, self.options.input_format)
-            native = adapter.native_turns(record.row)
-        except RowError as exc:
-            return Rejected(record, exc.reason, exc.detail)
-        try:
-            turns, metrics = await self.compressor.compress_turns(native, adapter)
-        except Exception as exc:  # one row's surprise must not stop a run of a million: reject it, named
-            return Rejected(record, "internal_error", f"{type(exc).__name__}: {exc}")
-        if metrics.outcome is Outcome.FAILED and self.config.on_failure == "reject":
-            return Rejected(record, "summary_failed", metrics.error or "", metrics)
-        if metrics.still_over_limit and not self.config.save_over_limit:
-            return Rejected(record, "still_over_limit", f"{metrics.compressed_tokens} tokens", metrics)
-        row = adapter.with_turns(record.row, turns) if turns is not native else dict(record.row)
-        if self.config.metrics_per_trajectory:
-            row["compression_metrics"] = metrics.to_dict()
-        return Written(row, metrics)
+        result = await self.compressor.compress_row(record.row)
+        if result.rejected:
+            return Rejected(record, result.reason, result.detail, result.metrics)
+        return Written(result.row, result.metrics)
 
     def _show(self, result: Written | Rejected | Skipped) -> None:
         if isinstance(result, Rejected):
