@@ -34,6 +34,9 @@ class RowMetrics:
     summarization_errors: int = 0
     summary_source: str | None = None  # the summarizer that wrote the summary
     error: str | None = None
+    passes: int = 0  # summaries made for this row (a second pass re-asks or extends the region)
+    cannot_fit: bool = False  # over the limit even with all between the protected head and tail summarized
+    identifier_retention: float | None = None  # share of the summarized turns' identifiers the summary keeps
 
     @property
     def was_compressed(self) -> bool:
@@ -42,6 +45,15 @@ class RowMetrics:
     @property
     def still_over_limit(self) -> bool:
         return self.compressed_tokens > self.target_max_tokens
+
+    @property
+    def status(self) -> str:
+        """The one status of a written row (a report counts each row in exactly one; see STATUSES)."""
+        if self.outcome is Outcome.FAILED:
+            return "failed"
+        if not self.still_over_limit:
+            return "under_target" if self.outcome is Outcome.SKIPPED_UNDER_TARGET else "compressed"
+        return "cannot_fit" if self.cannot_fit else "still_over"
 
     @property
     def tokens_saved(self) -> int:
@@ -73,7 +85,15 @@ class RowMetrics:
             "summarization_errors": self.summarization_errors,
             "summary_source": self.summary_source,
             "error": self.error,
+            "passes": self.passes,
+            "cannot_fit": self.cannot_fit,
+            "identifier_retention": self.identifier_retention,
+            "status": self.status,
         }
+
+
+# Every row of a run is in exactly one: the written rows by RowMetrics.status, and the rejected ones.
+STATUSES = ("under_target", "compressed", "still_over", "cannot_fit", "failed", "rejected")
 
 
 def nearest_rank(ordered, p: float):
