@@ -235,7 +235,7 @@ def prepare_input(path: Path, n_rows: int, config, gguf: Path) -> dict[str, dict
     """Write the e2e input file; returns its rows by e2e id, in order."""
     from trajcomp.tokens import TokenCounter
 
-    counter = TokenCounter(config.tokenizer_name, config.trust_remote_code)
+    counter = TokenCounter.for_config(config)
     model_tokens = ModelTokenizer(gguf)
     candidates = source_rows(n_rows)
     origin = "data_samples"

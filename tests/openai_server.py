@@ -64,6 +64,10 @@ class Faults:
     drop_connection_first_n: int = 0
     think_block: bool = False
     content_override: str | None = None
+    # Answer with this many times the tokens the prompt asks for ("at most about N tokens"), counted
+    # with the tokenizer.json at `overshoot_tokenizer`: a model that overshoots a stated length.
+    overshoot: float | None = None
+    overshoot_tokenizer: str | None = None
 
 
 @dataclass
@@ -105,6 +109,28 @@ def summarize(messages: list[dict[str, Any]]) -> str:
     """Deterministic default answer derived from the last message."""
     last = _text_of(messages[-1].get("content")) if messages else ""
     return f"Summary of {len(last)} chars: " + " ".join(last.split())[:200]
+
+
+STATED = re.compile(r"at most about (\d+) tokens")
+
+
+def overshooting(messages: list[dict[str, Any]], factor: float, tokenizer_json: str | None) -> str:
+    """Words of the turns, `factor` times as many tokens as the last "at most about N tokens" asks."""
+    from tokenizers import Tokenizer
+
+    prompt = " ".join(_text_of(m.get("content")) for m in messages)
+    stated = int(STATED.findall(prompt)[-1])
+    words = _text_of(messages[-1].get("content")).split() * 50
+    count = Tokenizer.from_file(tokenizer_json).encode
+    wanted = round(stated * factor)
+    low, high = 1, len(words)
+    while low < high:  # the most words within `wanted` tokens
+        mid = (low + high + 1) // 2
+        if len(count(" ".join(words[:mid]), add_special_tokens=False).ids) <= wanted:
+            low = mid
+        else:
+            high = mid - 1
+    return " ".join(words[:low])
 
 
 class FakeOpenAIServer:
@@ -264,8 +290,12 @@ class FakeOpenAIServer:
             return self._fail_response(f.fail_status)
         if fault == "malformed":
             return web.Response(status=200, text="<html>oops", content_type="text/html")
-        content: str | None = f.content_override if f.content_override is not None \
-            else summarize(body["messages"])
+        if f.content_override is not None:
+            content: str | None = f.content_override
+        elif f.overshoot is not None:
+            content = overshooting(body["messages"], f.overshoot, f.overshoot_tokenizer)
+        else:
+            content = summarize(body["messages"])
         finish = "stop"
         if fault == "length":
             content, finish = content[: max(1, len(content) // 2)], "length"

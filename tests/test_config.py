@@ -113,7 +113,9 @@ def test_every_layout_key_round_trips(tmp_path):
     """A file with every key of LAYOUT set loads to exactly that layout again."""
     data = CompressionConfig().to_sections()
     data["tokenizer"]["name"] = "/abs/tokenizer"
-    data["compression"] = {"target_max_tokens": 9000, "summary_target_tokens": 300}
+    data["compression"].update(target_max_tokens=9000, summary_target_tokens=300, count_mode="chat_template",
+                               chat_roles={"system": "system", "human": "user", "gpt": "model", "tool": "ipython"},
+                               max_passes=5)
     data["summarization"].update(summarizer="openai", request_timeout=30.5, prompt_file="/abs/prompt.txt", cache=False)
     data["processing"]["on_failure"] = "extractive"
     path = write(tmp_path / "all.yaml", yaml.safe_dump(data, allow_unicode=True))
@@ -300,7 +302,8 @@ def test_cli_flags_override_the_config_file(tmp_path, bpe_tokenizer):
     assert_ok(res)
     report = json.loads(res.stdout)
     config = report["config"]
-    assert config["compression"] == {"target_max_tokens": 3000, "summary_target_tokens": 200}
+    assert config["compression"] == {**CompressionConfig().to_sections()["compression"],
+                                     "target_max_tokens": 3000, "summary_target_tokens": 200}
     assert config["protected_turns"]["last_n_turns"] == 6
     assert config["processing"]["max_concurrent_requests"] == 3
     assert config["output"]["output_suffix"] == "_small"

@@ -13,7 +13,7 @@ from trajcomp.config import CompressionConfig
 from trajcomp.rows import Turn
 from trajcomp.summarizers import make_summarizer
 from trajcomp.summarizers.base import SummaryRequest
-from trajcomp.summarizers.extractive import ACTION, ExtractiveSummarizer, Item, extract_items, fit
+from trajcomp.summarizers.extractive import ACTION, ITEMS_SHARE, ExtractiveSummarizer, Item, extract_items, fit
 from trajcomp.tokens import TokenCounter
 
 _COUNTERS: dict[str, TokenCounter] = {}
@@ -201,7 +201,8 @@ def test_deterministic(counter):
     first = summarize(counter, turns, 300)
     assert summarize(counter, list(turns), 300) == first
     summarizer = ExtractiveSummarizer(None, counter)
-    request = SummaryRequest(tuple(turns), 300)
+    request = SummaryRequest(tuple(turns), 600)  # half of it goes to the items, the rest to the identifier index
+    assert ITEMS_SHARE == 0.5
     assert summarizer.summarize_sync(request).text == first
     assert asyncio.run(summarizer.summarize(request)).text == first
     assert asyncio.run(summarizer.summarize(request)).api_calls == 0

@@ -7,6 +7,8 @@ checked, next to an independent brute-force model of which regions are allowed a
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Sequence
 
 import pytest
@@ -148,15 +150,15 @@ def check_plan(roles: list[str], counts: list[int], params: PlanParams) -> Plan:
     # The planner gives up only when no region is allowed, or when even the biggest one is no bigger
     # than a summary.
     if not regions:
-        assert p.decision is Decision.NOTHING_TO_COMPRESS
+        assert p.decision is Decision.NOTHING_TO_COMPRESS and p.cannot_fit
         return p
     assert p.decision is not Decision.NOTHING_TO_COMPRESS
     s_min = min(s for s, _ in regions)
     e_max = max(e for s, e in regions if s == s_min)
     biggest = sum(counts[s_min:e_max])
-    if biggest <= params.summary_target_tokens:
-        assert p.decision is Decision.NO_NET_SAVINGS
-        assert p.region_tokens <= params.summary_target_tokens
+    if biggest <= params.summary_tokens:
+        assert p.decision is Decision.NO_NET_SAVINGS and p.cannot_fit
+        assert p.region_tokens <= params.summary_tokens
         return p
     assert p.decision is Decision.COMPRESS
 
@@ -170,8 +172,8 @@ def check_plan(roles: list[str], counts: list[int], params: PlanParams) -> Plan:
         assert i < start, f"protected head turn {i} ({roles[i]}) is inside the region [{start}, {end})"
     assert end <= tail_start(n, params), "a protected tail turn is inside the region"
     assert p.region_tokens == sum(counts[start:end])
-    assert p.region_tokens > params.summary_target_tokens
-    assert total - p.region_tokens + params.summary_target_tokens <= total - 1
+    assert p.region_tokens > params.summary_tokens
+    assert total - p.region_tokens + params.summary_tokens <= total - 1
     assert p.merge_into_next == (end < n and roles[end] == "human")
 
     # Output role sequence: no new tool-after-non-call and no new human-after-human adjacency.
@@ -192,8 +194,10 @@ def check_plan(roles: list[str], counts: list[int], params: PlanParams) -> Plan:
         inside = {start <= k < end for k in range(i, j)}
         assert len(inside) == 1, f"gpt group [{i}, {j}) split by region [{start}, {end})"
 
-    # Greedy minimality.
-    need = total - params.target_max_tokens + params.summary_target_tokens
+    # Greedy minimality; and cannot_fit exactly when even the whole middle is not enough.
+    need = total - params.target_max_tokens + params.summary_tokens
+    assert p.limit == e_max
+    assert p.cannot_fit == (biggest < need)
     if p.region_tokens >= need:
         last_start, _ = cut_groups(roles, start, end)[-1]
         assert sum(counts[start:last_start]) < need, "the region is bigger than needed"
@@ -212,6 +216,17 @@ def test_plan_invariants_hermes_shaped(case):
 @given(cases(arbitrary_roles))
 def test_plan_invariants_arbitrary_roles(case):
     check_plan(*case)
+
+
+@SETTINGS
+@given(cases(hermes_roles()), st.integers(0, 3000))
+def test_fixed_tokens_count_against_the_target_and_belong_to_no_turn(case, fixed):
+    """A template's fixed overhead adds to the total and to the need: the same plan as a target lower by as much."""
+    roles, counts, params = case
+    p = plan(roles, counts, params, fixed=fixed)
+    assert p.total_tokens == fixed + sum(counts)
+    lowered = plan(roles, counts, dataclasses.replace(params, target_max_tokens=params.target_max_tokens - fixed))
+    assert dataclasses.replace(p, total_tokens=lowered.total_tokens) == lowered
 
 
 def test_strategies_reach_every_decision():

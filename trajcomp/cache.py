@@ -81,3 +81,6 @@ class CachedSummarizer(Summarizer):
 
     def live(self) -> dict[str, int]:
         return self.inner.live()
+
+    def secrets(self) -> tuple[str, ...]:
+        return self.inner.secrets()

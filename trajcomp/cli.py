@@ -55,6 +55,12 @@ def compress(
     summary_target_tokens: Optional[int] = typer.Option(None, help="Token budget of the summary turn.", min=1),
     protect_last_n: Optional[int] = typer.Option(None, help="Last turns always kept verbatim.", min=0),
     tokenizer: Optional[str] = typer.Option(None, help="Training tokenizer: Hugging Face name or local folder."),
+    count_mode: Optional[str] = typer.Option(
+        None, help="How a row's length is counted: turns (sum of turn values) or chat_template (the tokenizer's "
+        "chat template rendering, as a trainer sees it)."
+    ),
+    chat_template: Optional[Path] = typer.Option(None, help="A chat template file to use instead of the tokenizer's."),
+    max_passes: Optional[int] = typer.Option(None, help="Summaries per row at most, while it is still over (default 3).", min=1),
     summarizer: Optional[str] = typer.Option(None, help="Summarizer: extractive (offline default) or openai."),
     concurrency: Optional[int] = typer.Option(None, help="Summarizer calls in flight at once (default 50).", min=1),
     max_rows_in_memory: Optional[int] = typer.Option(
@@ -103,6 +109,9 @@ def compress(
             summary_target_tokens=summary_target_tokens,
             protect_last_n_turns=protect_last_n,
             tokenizer_name=tokenizer,
+            count_mode=count_mode,
+            chat_template=str(chat_template) if chat_template else None,
+            max_passes=max_passes,
             summarizer=summarizer,
             max_concurrent_requests=concurrency,
             max_rows_in_memory=max_rows_in_memory,
@@ -125,7 +134,7 @@ def compress(
             Selection(sample_percent, seed, num_shards, shard_index, limit),
             quiet or as_json, checkpoint_rows, restart,
         )
-        counter = TokenCounter(cfg.tokenizer_name, cfg.trust_remote_code)
+        counter = TokenCounter.for_config(cfg)
     except (ConfigError, TokenizerLoadError) as exc:
         fail(str(exc))
     if dry_run:

@@ -10,13 +10,15 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from . import identifiers
 from .config import CompressionConfig
 from .metrics import Outcome, RowMetrics
 from .planner import Decision, Plan, PlanParams, plan
+from .redact import redact
 from .rows import SHAREGPT, RowError, Turn, adapter_for
 from .summarizers import SUMMARY_PREFIX, Summarizer, Summary, SummaryError, SummaryRequest, make_summarizer
 from .summarizers.base import with_prefix
-from .tokens import TokenCounter
+from .tokens import Measured, TokenCounter, lengths_for
 
 _UNCHANGED = {
     Decision.SKIPPED_UNDER_TARGET: Outcome.SKIPPED_UNDER_TARGET,
@@ -50,6 +52,32 @@ class _Sourced:
     error: str | None = None  # the primary summarizer's failure, when a fallback wrote the summary
 
 
+@dataclass
+class _Attempt:
+    """One pass's result: the assembled turns, their length, and what made them."""
+
+    out: list[dict[str, Any]]
+    tokens: int
+    plan: Plan
+    body: str
+    sourced: _Sourced
+    identifiers: list[str]  # of the summarized turns, most recent first
+
+
+@dataclass
+class _Tally:
+    """What a row's passes cost, summed over them."""
+
+    passes: int = 0
+    calls: int = 0
+    errors: int = 0
+
+    def add(self, calls: int, errors: int) -> None:
+        self.passes += 1
+        self.calls += calls
+        self.errors += errors
+
+
 class TrajectoryCompressor:
     """Planner + tokenizer + summarizer + assembly + metrics for one row."""
 
@@ -60,14 +88,20 @@ class TrajectoryCompressor:
         summarizer: Summarizer | None = None,
     ):
         self.config = config
-        self.counter = counter or TokenCounter(config.tokenizer_name, config.trust_remote_code)
+        self.counter = counter or TokenCounter.for_config(config)
+        self.lengths = lengths_for(config.count_mode, self.counter)
         self.summarizer = summarizer or make_summarizer(config.summarizer, config, self.counter)
         self.fallback = None
         if config.on_failure == "extractive" and self.summarizer.name != "extractive":
             self.fallback = make_summarizer("extractive", config, self.counter)
-        self.params = PlanParams.from_config(config)
         prefix_tokens = self.counter.count([SUMMARY_PREFIX + " "])[0]
         self._body_budget = max(1, config.summary_target_tokens - prefix_tokens)
+        # What compressing adds to a row, for planning: the summary turn at its budget with the
+        # template's markers around it, and the notice. The passes then measure the real length.
+        added = config.summary_target_tokens + self.lengths.turn_markup(config.chat_roles["human"])
+        if self._notice():
+            added += self.counter.count([self._notice()])[0]
+        self.params = PlanParams.from_config(config, summary_tokens=added)
 
     async def start(self) -> None:
         await self.summarizer.start()
@@ -113,22 +147,98 @@ class TrajectoryCompressor:
     async def compress_turns(self, native: list[dict[str, Any]], fmt=SHAREGPT) -> tuple[list[dict[str, Any]], RowMetrics]:
         """Compress validated turns of any row format (see rows.py); the input is never mutated."""
         turns = fmt.turns(native)
-        counts = await self.counter.acount([t.text for t in turns])
-        p = plan([t.role for t in turns], counts, self.params)
+        measured = await self._measure(native, fmt, turns, costs_above=self.config.target_max_tokens)
+        if measured.total <= self.config.target_max_tokens:
+            return native, self._unchanged(Outcome.SKIPPED_UNDER_TARGET, measured.total, len(native), None)
+        p = self._plan(turns, measured)
         if p.decision is not Decision.COMPRESS:
             region = (p.start, p.end) if p.decision is Decision.NO_NET_SAVINGS else None
-            return native, self._unchanged(_UNCHANGED[p.decision], p.total_tokens, len(native), region)
-        try:
-            sourced = await self._summarize(turns[p.start : p.end])
-        except SummaryError as exc:
-            return native, self._unchanged(
-                Outcome.FAILED, p.total_tokens, len(native), (p.start, p.end),
-                calls=exc.api_calls, errors=exc.errors, error=str(exc),
-            )
-        return await self._assemble_checked(native, fmt, turns, counts, p, sourced)
+            return native, self._unchanged(_UNCHANGED[p.decision], p.total_tokens, len(native), region, cannot_fit=True)
+        return await self._passes(native, fmt, turns, measured, p)
 
-    async def _summarize(self, turns: Sequence[Turn]) -> _Sourced:
-        request = SummaryRequest(tuple(turns), self._body_budget, self.config.per_trajectory_timeout)
+    async def _measure(self, native, fmt, turns: Sequence[Turn], costs_above: int | None) -> Measured:
+        messages = fmt.chat_messages(native, self.config.chat_roles) if self.lengths.mode == "chat_template" else ()
+        return await asyncio.to_thread(self.lengths.measure, [t.text for t in turns], messages, costs_above)
+
+    def _plan(self, turns: Sequence[Turn], measured: Measured, more: int = 0) -> Plan:
+        """The region for `measured`, asking for `more` tokens of savings than the estimate says."""
+        params = PlanParams(**{**vars(self.params), "summary_tokens": self.params.summary_tokens + more})
+        return plan([t.role for t in turns], measured.costs, params, fixed=measured.overhead)
+
+    async def _passes(self, native, fmt, turns: Sequence[Turn], measured: Measured, p: Plan):
+        """Summarize, measure the real row, and while it is still over: ask again with a firmer
+        length when the summary overshot its budget, extend the region when it can grow."""
+        target, budget = self.config.target_max_tokens, self._body_budget
+        tally, best, last = _Tally(), None, None
+        stated, previous, covered, more = budget, None, 0, 0
+        while True:
+            request = SummaryRequest(
+                tuple(turns[p.start : p.end]), budget, self.config.per_trajectory_timeout,
+                None if stated == budget else stated, previous, covered,
+            )
+            try:
+                sourced = await self._summarize(request)
+            except SummaryError as exc:
+                tally.add(exc.api_calls, exc.errors)
+                if best is None:
+                    return native, self._unchanged(
+                        Outcome.FAILED, measured.total, len(native), (p.start, p.end),
+                        tally=tally, error=str(exc),
+                    )
+                break  # an earlier pass's summary stands
+            tally.add(sourced.summary.api_calls, sourced.summary.errors)
+            last = await self._attempt(native, fmt, turns, measured, p, sourced)
+            if best is None or last.tokens < best.tokens:
+                best = last
+            if last.tokens <= target or tally.passes >= self.config.max_passes:
+                break
+            body_tokens = self.counter.count([last.body])[0]
+            deficit = last.tokens - target
+            if body_tokens > budget:  # overshot: ask for less, as much less as it overshot
+                stated = max(1, stated * budget * 9 // (body_tokens * 10))
+                deficit -= body_tokens - budget
+            if deficit > 0:
+                more += deficit
+                wider = self._plan(turns, measured, more)
+                if wider.decision is Decision.COMPRESS and wider.end > p.end:
+                    previous, covered, p = last.body, p.end - p.start, wider
+                elif body_tokens <= budget:
+                    break  # the region is as wide as it may be and the summary within its budget
+        return self._result(native, measured, best, last, tally)
+
+    async def _attempt(self, native, fmt, turns, measured: Measured, p: Plan, sourced: _Sourced) -> _Attempt:
+        # A secret is no identifier to keep: the index never writes what redaction would hide.
+        secrets = self.summarizer.secrets()
+        ids = [i for i in identifiers.extract(turns[p.start : p.end]) if redact(i, *secrets) == i]
+        body = identifiers.with_index(sourced.summary.text, ids, self._body_budget, self.counter.count)
+        out, changed = assemble(native, fmt, turns, p, body, self._notice())
+        if self.lengths.mode == "turns":  # a turn's count does not depend on its neighbours: count what changed
+            costs = measured.costs
+            changed_counts = await self.counter.acount([text for _, text in changed])
+            kept = sum(costs[: p.start]) + sum(costs[p.end :]) - sum(costs[i] for i, _ in changed if i >= 0)
+            tokens = kept + sum(changed_counts)
+        else:
+            tokens = (await self._measure(out, fmt, fmt.turns(out), costs_above=None)).total
+        return _Attempt(out, tokens, p, body, sourced, ids)
+
+    def _result(self, native, measured: Measured, best: _Attempt, last: _Attempt, tally: _Tally):
+        p, sourced = best.plan, best.sourced
+        region = (p.start, p.end)
+        if best.tokens >= measured.total:  # no net saving: the row stays as it was
+            return native, self._unchanged(
+                Outcome.SUMMARY_TOO_LONG, measured.total, len(native), region, tally=tally, error=sourced.error,
+            )
+        over = best.tokens > self.config.target_max_tokens
+        # Cannot fit: the region reached as far as it may and the summary kept to its budget.
+        at_limit = last.plan.end >= last.plan.limit and self.counter.count([last.body])[0] <= self._body_budget
+        return best.out, RowMetrics(
+            Outcome.COMPRESSED, measured.total, best.tokens, len(native), len(best.out),
+            self.config.target_max_tokens, region, tally.calls, tally.errors, sourced.source, sourced.error,
+            passes=tally.passes, cannot_fit=over and at_limit,
+            identifier_retention=identifiers.retention(best.identifiers, with_prefix(best.body)),
+        )
+
+    async def _summarize(self, request: SummaryRequest) -> _Sourced:
         try:
             return _Sourced(await self.summarizer.summarize(request), self.summarizer.name)
         except SummaryError as exc:
@@ -141,32 +251,15 @@ class TrajectoryCompressor:
                 raise SummaryError(f"{failed}; {self.fallback.name} failed: {also}", exc.api_calls, exc.errors) from None
             return _Sourced(Summary(summary.text, exc.api_calls, exc.errors), self.fallback.name, failed)
 
-    async def _assemble_checked(self, native, fmt, turns, counts, p: Plan, sourced: _Sourced):
-        out, changed = assemble(native, fmt, turns, p, sourced.summary.text, self._notice())
-        # Only the new or edited turns need counting: a turn's count does not depend on its neighbours.
-        changed_counts = await self.counter.acount([text for _, text in changed])
-        kept = sum(counts[: p.start]) + sum(counts[p.end :]) - sum(counts[i] for i, _ in changed if i >= 0)
-        compressed_tokens = kept + sum(changed_counts)
-        summary = sourced.summary
-        if compressed_tokens >= p.total_tokens:
-            return native, self._unchanged(
-                Outcome.SUMMARY_TOO_LONG, p.total_tokens, len(native), (p.start, p.end),
-                calls=summary.api_calls, errors=summary.errors, error=sourced.error,
-            )
-        metrics = RowMetrics(
-            Outcome.COMPRESSED, p.total_tokens, compressed_tokens, len(native), len(out),
-            self.config.target_max_tokens, (p.start, p.end), summary.api_calls, summary.errors,
-            sourced.source, sourced.error,
-        )
-        return out, metrics
-
     def _notice(self) -> str:
         return self.config.summary_notice_text if self.config.add_summary_notice else ""
 
-    def _unchanged(self, outcome, tokens, n_turns, region, calls=0, errors=0, error=None) -> RowMetrics:
+    def _unchanged(self, outcome, tokens, n_turns, region, tally: _Tally | None = None, error=None,
+                   cannot_fit=False) -> RowMetrics:
+        tally = tally or _Tally()
         return RowMetrics(
             outcome, tokens, tokens, n_turns, n_turns, self.config.target_max_tokens, region,
-            calls, errors, None, error,
+            tally.calls, tally.errors, None, error, passes=tally.passes, cannot_fit=cannot_fit,
         )
 
 

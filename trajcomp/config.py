@@ -17,6 +17,8 @@ class ConfigError(ValueError):
 
 
 ON_FAILURE_CHOICES = ("keep", "extractive", "reject")
+COUNT_MODES = ("turns", "chat_template")
+DEFAULT_CHAT_ROLES = {"system": "system", "human": "user", "gpt": "assistant", "tool": "tool"}
 INPUT_FORMATS = ("auto", "sharegpt", "openai")
 
 
@@ -29,9 +31,13 @@ class CompressionConfig:
     # tokenizer
     tokenizer_name: str | None = None  # no default: counting with another model's tokenizer would mislead
     trust_remote_code: bool = False
+    chat_template: str | None = None  # a template file replacing the tokenizer's own
     # compression
     target_max_tokens: int = 15250
     summary_target_tokens: int = 750
+    count_mode: str = "turns"
+    chat_roles: dict[str, str] = dataclasses.field(default_factory=lambda: dict(DEFAULT_CHAT_ROLES))
+    max_passes: int = 3
     # protected_turns
     protect_first_system: bool = True
     protect_first_human: bool = True
@@ -48,7 +54,7 @@ class CompressionConfig:
     retry_delay: float = 2.0
     request_timeout: float = 120.0
     prompt_file: str | None = None
-    max_turn_chars: int = 8000
+    max_input_tokens: int | None = None  # None: 8192 minus the answer's max_tokens
     cache: bool = True
     # output
     add_summary_notice: bool = True
@@ -89,10 +95,13 @@ class CompressionConfig:
 # the reference's `trajectory_compression.yaml`; the extra keys are trajcomp's own.
 LAYOUT: dict[str, dict[str, str]] = {
     "input": {"format": "input_format"},
-    "tokenizer": {"name": "tokenizer_name", "trust_remote_code": "trust_remote_code"},
+    "tokenizer": {"name": "tokenizer_name", "trust_remote_code": "trust_remote_code", "chat_template": "chat_template"},
     "compression": {
         "target_max_tokens": "target_max_tokens",
         "summary_target_tokens": "summary_target_tokens",
+        "count_mode": "count_mode",
+        "chat_roles": "chat_roles",
+        "max_passes": "max_passes",
     },
     "protected_turns": {
         "first_system": "protect_first_system",
@@ -111,7 +120,7 @@ LAYOUT: dict[str, dict[str, str]] = {
         "retry_delay": "retry_delay",
         "request_timeout": "request_timeout",
         "prompt_file": "prompt_file",
-        "max_turn_chars": "max_turn_chars",
+        "max_input_tokens": "max_input_tokens",
         "cache": "cache",
     },
     "output": {
@@ -140,8 +149,17 @@ LAYOUT: dict[str, dict[str, str]] = {
 ALIASES = {("protected_turns", "first_assistant"): "protect_first_gpt"}
 
 
+# Fields whose default None stands for a number worked out from others.
+_OPTIONAL_INTS = {"max_input_tokens"}
+
+
 def _expected_type(name: str) -> tuple[type, ...]:
-    default = next(f for f in dataclasses.fields(CompressionConfig) if f.name == name).default
+    f = next(f for f in dataclasses.fields(CompressionConfig) if f.name == name)
+    default = f.default_factory() if f.default is dataclasses.MISSING else f.default
+    if name in _OPTIONAL_INTS:
+        return (int, type(None))
+    if isinstance(default, dict):
+        return (dict,)
     if isinstance(default, bool):
         return (bool,)
     if isinstance(default, float):
@@ -166,10 +184,10 @@ def validate(cfg: CompressionConfig) -> None:
             raise ConfigError(f"{_key(f.name)} must be {types[0].__name__}, got {value!r}")
         if isinstance(value, float) and not math.isfinite(value):
             raise ConfigError(f"{_key(f.name)} must be a finite number, got {value!r}")
-    positive = ("target_max_tokens", "summary_target_tokens", "max_concurrent_requests", "num_workers", "max_turn_chars",
-                "max_rows_in_memory")
+    positive = ("target_max_tokens", "summary_target_tokens", "max_concurrent_requests", "num_workers",
+                "max_rows_in_memory", "max_passes", "max_input_tokens")
     for name in positive:
-        if getattr(cfg, name) <= 0:
+        if getattr(cfg, name) is not None and getattr(cfg, name) <= 0:
             raise ConfigError(f"{_key(name)} must be > 0, got {getattr(cfg, name)}")
     for name in ("protect_last_n_turns", "max_retries", "retry_delay", "temperature", "max_consecutive_failures"):
         if getattr(cfg, name) < 0:
@@ -184,10 +202,24 @@ def validate(cfg: CompressionConfig) -> None:
         )
     if cfg.on_failure not in ON_FAILURE_CHOICES:
         raise ConfigError(f"{_key('on_failure')} must be one of {', '.join(ON_FAILURE_CHOICES)}, got {cfg.on_failure!r}")
+    if cfg.count_mode not in COUNT_MODES:
+        raise ConfigError(f"{_key('count_mode')} must be one of {', '.join(COUNT_MODES)}, got {cfg.count_mode!r}")
+    _validate_chat_roles(cfg.chat_roles)
     if cfg.input_format not in INPUT_FORMATS:
         raise ConfigError(f"{_key('input_format')} must be one of {', '.join(INPUT_FORMATS)}, got {cfg.input_format!r}")
     if not re.match(r"https?://[^/\s]+", cfg.base_url):
         raise ConfigError(f"{_key('base_url')} must be an http:// or https:// URL, got {cfg.base_url!r}")
+
+
+def _validate_chat_roles(roles: dict) -> None:
+    for role, chat_role in roles.items():
+        if role not in DEFAULT_CHAT_ROLES:
+            raise ConfigError(f"{_key('chat_roles')} has unknown role {role!r} (roles: {', '.join(DEFAULT_CHAT_ROLES)})")
+        if not isinstance(chat_role, str) or not chat_role:
+            raise ConfigError(f"{_key('chat_roles')}.{role} must be a role name, got {chat_role!r}")
+    missing = [r for r in DEFAULT_CHAT_ROLES if r not in roles]
+    if missing:
+        raise ConfigError(f"{_key('chat_roles')} must map every role; missing: {', '.join(missing)}")
 
 
 def fields_from_mapping(data: Any, source: str) -> dict[str, Any]:
@@ -210,12 +242,14 @@ def fields_from_mapping(data: Any, source: str) -> dict[str, Any]:
                 known = ", ".join(LAYOUT[section])
                 raise ConfigError(f"{source}: unknown key '{section}.{key}' (known in {section}: {known})")
             values[name] = value
+    if isinstance(values.get("chat_roles"), dict):  # a file names only the roles it changes
+        values["chat_roles"] = {**DEFAULT_CHAT_ROLES, **values["chat_roles"]}
     return values
 
 
 def _resolve_relative_paths(values: dict[str, Any], base: Path) -> None:
     # "./x" and "../x" in a config file mean "beside this file", so configs travel with their data.
-    for name in ("tokenizer_name", "prompt_file"):
+    for name in ("tokenizer_name", "prompt_file", "chat_template"):
         value = values.get(name)
         if isinstance(value, str) and value.startswith(("./", "../")):
             values[name] = str((base / value).resolve())

@@ -42,7 +42,7 @@ class Estimate:
     def add(self, total: int, decision: Decision, region_tokens: int) -> None:
         self.decisions[decision.value] += 1
         self.before.append(total)
-        saved = region_tokens - self.params.summary_target_tokens if decision is Decision.COMPRESS else 0
+        saved = region_tokens - self.params.summary_tokens if decision is Decision.COMPRESS else 0
         self.after.append(total - saved)
 
     def to_dict(self) -> dict[str, Any]:
@@ -60,7 +60,7 @@ class Estimate:
             "would_stay_over_target": sum(1 for a in self.after if a > target),
             "decisions": {d.value: self.decisions[d.value] for d in Decision},
             "summarizer_calls_needed": calls,
-            "summary_tokens_needed": calls * self.params.summary_target_tokens,
+            "summary_tokens_needed": calls * self.params.summary_tokens,
             "tokens_before": distribution(self.before),
             "tokens_after_estimate": distribution(self.after),
             "files": [asdict(f) for f in self.files],

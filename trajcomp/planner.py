@@ -21,7 +21,9 @@ class Decision(str, Enum):
 @dataclass(frozen=True)
 class PlanParams:
     target_max_tokens: int
-    summary_target_tokens: int
+    # Every token compressing adds to the row: the summary turn (prefix, body, the template's
+    # markers around it) and the notice. The real cost once known, an estimate before.
+    summary_tokens: int
     protect_first_system: bool = True
     protect_first_human: bool = True
     protect_first_gpt: bool = True
@@ -29,8 +31,10 @@ class PlanParams:
     protect_last_n_turns: int = 4
 
     @classmethod
-    def from_config(cls, cfg) -> "PlanParams":
-        return cls(**{name: getattr(cfg, name) for name in cls.__dataclass_fields__})
+    def from_config(cls, cfg, summary_tokens: int | None = None) -> "PlanParams":
+        """The config's settings; the summary costs its budget unless a better estimate is given."""
+        fields = {name: getattr(cfg, name) for name in cls.__dataclass_fields__ if name != "summary_tokens"}
+        return cls(summary_tokens=cfg.summary_target_tokens if summary_tokens is None else summary_tokens, **fields)
 
 
 @dataclass(frozen=True)
@@ -43,25 +47,28 @@ class Plan:
     # The turn right after the region is a human turn: the summary opens it instead of
     # standing alone, so that two human turns never follow each other.
     merge_into_next: bool = False
+    # Over the target even with everything between the protected head and tail summarized.
+    cannot_fit: bool = False
+    limit: int = 0  # where the region would have to stop at the latest
 
 
-def plan(roles: Sequence[str], counts: Sequence[int], params: PlanParams) -> Plan:
-    """The region to summarize, or why nothing is."""
+def plan(roles: Sequence[str], counts: Sequence[int], params: PlanParams, fixed: int = 0) -> Plan:
+    """The region to summarize, or why nothing is; `fixed` tokens belong to no turn (a template's own)."""
     n = len(roles)
-    total = sum(counts)
+    total = fixed + sum(counts)
     if total <= params.target_max_tokens:
         return Plan(Decision.SKIPPED_UNDER_TARGET, total)
     tail_start = max(0, n - params.protect_last_n_turns)
     start = _region_start(roles, _head_end(roles, params, tail_start), tail_start)
     limit = _region_limit(roles, start, tail_start)
     if start >= limit:
-        return Plan(Decision.NOTHING_TO_COMPRESS, total)
-    need = total - params.target_max_tokens + params.summary_target_tokens
+        return Plan(Decision.NOTHING_TO_COMPRESS, total, cannot_fit=True)
+    need = total - params.target_max_tokens + params.summary_tokens
     end, region_tokens = _greedy_end(roles, counts, start, limit, need)
-    if region_tokens <= params.summary_target_tokens:
-        return Plan(Decision.NO_NET_SAVINGS, total, start, end, region_tokens)
+    if region_tokens <= params.summary_tokens:
+        return Plan(Decision.NO_NET_SAVINGS, total, start, end, region_tokens, cannot_fit=True, limit=limit)
     merge = end < n and roles[end] == "human"
-    return Plan(Decision.COMPRESS, total, start, end, region_tokens, merge)
+    return Plan(Decision.COMPRESS, total, start, end, region_tokens, merge, region_tokens < need, limit)
 
 
 def _head_end(roles: Sequence[str], params: PlanParams, tail_start: int) -> int:

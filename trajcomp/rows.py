@@ -72,6 +72,10 @@ class ShareGPT:
     def with_turns(self, row: dict[str, Any], turns: list[dict[str, Any]]) -> dict[str, Any]:
         return {**row, self.key: turns}
 
+    def chat_messages(self, native: list[dict[str, Any]], chat_roles: dict[str, str]) -> list[dict[str, Any]]:
+        """The turns as a chat template takes them: {"role", "content"}, roles mapped by `chat_roles`."""
+        return [{"role": chat_roles[t["from"]], "content": t["value"]} for t in native]
+
 
 # OpenAI role -> planner role. "function" is the legacy (pre-tool_calls) form of "tool".
 OPENAI_ROLES = {
@@ -186,6 +190,10 @@ class OpenAIMessages:
 
     def with_turns(self, row: dict[str, Any], turns: list[dict[str, Any]]) -> dict[str, Any]:
         return {**row, self.key: turns}
+
+    def chat_messages(self, native: list[dict[str, Any]], chat_roles: dict[str, str]) -> list[dict[str, Any]]:
+        """The messages as they are (tool_calls and all): OpenAI rows already speak the templates' language."""
+        return native
 
 
 def _check_message(i: int, message: Any) -> None:

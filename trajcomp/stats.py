@@ -58,7 +58,7 @@ def stats(
             tokenizer_name=tokenizer,
         )
         jobs = input_jobs(inputs)
-        counter = TokenCounter(cfg.tokenizer_name, cfg.trust_remote_code)
+        counter = TokenCounter.for_config(cfg)
     except (ConfigError, TokenizerLoadError) as exc:
         fail(str(exc))
     try:

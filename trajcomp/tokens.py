@@ -1,13 +1,21 @@
-"""The training tokenizer: load it once, count many texts per call, off the event loop."""
+"""The training tokenizer: load it once, count many texts per call, off the event loop.
+
+Two ways to measure a row (`compression.count_mode`):
+- `turns`: the sum of its turns' token counts, no special tokens (no BOS per turn);
+- `chat_template`: the length of the tokenizer's chat template rendering of the whole conversation
+  (what `apply_chat_template(messages, tokenize=True)` gives an SFT trainer), split into per-turn
+  costs that add up exactly to it (see `TemplateLengths.costs`).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import bisect
 import os
 import socket
 from dataclasses import dataclass
 from functools import partial
-from typing import Sequence
+from typing import Any, Sequence
 from urllib.parse import urlsplit
 
 
@@ -25,12 +33,34 @@ class TokenizerInfo:
 class TokenCounter:
     """Counts tokens of texts without special tokens, in batched calls to the Rust backend."""
 
-    def __init__(self, name_or_path: str | None, trust_remote_code: bool = False):
+    def __init__(self, name_or_path: str | None, trust_remote_code: bool = False, chat_template: str | None = None):
         self.name = name_or_path
         tokenizer = _load(name_or_path, trust_remote_code)
+        if chat_template is not None:
+            tokenizer.chat_template = _read_template(chat_template)
+        self._tokenizer = tokenizer
         # The Rust tokenizer behind the fast tokenizer: encode_batch runs in parallel without the GIL.
         self._backend = tokenizer.backend_tokenizer
         self.info = TokenizerInfo(name_or_path, type(tokenizer).__name__, len(tokenizer))
+
+    @classmethod
+    def for_config(cls, cfg) -> "TokenCounter":
+        """The config's tokenizer, checked to measure rows as `compression.count_mode` says."""
+        counter = cls(cfg.tokenizer_name, cfg.trust_remote_code, cfg.chat_template)
+        lengths_for(cfg.count_mode, counter)  # TokenizerLoadError when the mode needs a template it lacks
+        return counter
+
+    @property
+    def has_chat_template(self) -> bool:
+        return bool(getattr(self._tokenizer, "chat_template", None))
+
+    def render(self, messages: Sequence[dict[str, Any]]) -> str:
+        """The chat template's text for `messages`, with no generation prompt (as SFT trainers render rows)."""
+        return self._tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=False)
+
+    def encode(self, texts: Sequence[str]) -> list[Any]:
+        """Encodings (ids and character offsets) of `texts`, no special tokens added, in one batched call."""
+        return self._backend.encode_batch(list(texts), add_special_tokens=False) if texts else []
 
     def count(self, texts: Sequence[str]) -> list[int]:
         """Token counts of `texts`, in one batched call."""
@@ -42,6 +72,133 @@ class TokenCounter:
     async def acount(self, texts: Sequence[str]) -> list[int]:
         """`count` in a worker thread, so the event loop keeps serving HTTP calls."""
         return await asyncio.to_thread(self.count, texts)
+
+
+def _read_template(path: str) -> str:
+    try:
+        return open(os.path.expanduser(path), encoding="utf-8").read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TokenizerLoadError(f"cannot read tokenizer.chat_template {path}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A row's length as the trainer sees it, and each turn's share of it (None when not needed)."""
+
+    total: int
+    costs: list[int] | None = None
+    overhead: int = 0  # tokens no turn owns (the template's fixed part); total == overhead + sum(costs)
+
+
+class TurnLengths:
+    """count_mode `turns`: a row is the sum of its turns' texts, counted without special tokens."""
+
+    mode = "turns"
+
+    def __init__(self, counter: TokenCounter):
+        self.counter = counter
+
+    def measure(self, texts: Sequence[str], messages: Sequence[dict[str, Any]], costs_above: int | None) -> Measured:
+        """The row's length; per-turn costs always (they are how it is counted)."""
+        counts = self.counter.count(texts)
+        return Measured(sum(counts), counts)
+
+    def turn_markup(self, chat_role: str) -> int:
+        return 0  # bare values: a turn costs its text and nothing more
+
+
+class TemplateLengths:
+    """count_mode `chat_template`: a row is its chat template rendering, tokenized as trainers do."""
+
+    mode = "chat_template"
+
+    def __init__(self, counter: TokenCounter):
+        if not counter.has_chat_template:
+            raise TokenizerLoadError(
+                f"count_mode chat_template: tokenizer '{counter.name}' has no chat template (none in its "
+                "tokenizer_config.json or chat_template.jinja); set tokenizer.chat_template to a template file"
+            )
+        self.counter = counter
+
+    def measure(self, texts: Sequence[str], messages: Sequence[dict[str, Any]], costs_above: int | None) -> Measured:
+        """The rendered length; per-turn costs only when it is over `costs_above` (they take a render per turn)."""
+        if not messages:
+            return Measured(0, [])
+        text = self.counter.render(messages)
+        encoding = self.counter.encode([text])[0]
+        if costs_above is None or len(encoding.ids) <= costs_above:
+            return Measured(len(encoding.ids))
+        return self.costs(messages, text, encoding)
+
+    def turn_markup(self, chat_role: str) -> int:
+        """About how many tokens the template adds around a turn of `chat_role` (0 if it cannot tell)."""
+        base = [{"role": "user", "content": "Hello."}, {"role": "assistant", "content": "Hi."}]
+        probe = "Thanks."
+        try:
+            before, after = (self.counter.encode([self.counter.render(m)])[0] for m in (base, base + [{"role": chat_role, "content": probe}]))
+        except Exception:  # templates may refuse a role order; the passes measure the real length anyway
+            return 0
+        return max(0, len(after.ids) - len(before.ids) - self.counter.count([probe])[0])
+
+    def costs(self, messages: Sequence[dict[str, Any]], text: str, encoding: Any) -> Measured:
+        """Each token of the rendering goes to the turn whose span holds its first character.
+
+        A turn's span ends where its text, as the template shows it, ends in the rendering (found
+        by its last characters, so templates that drop an old <think> block or strip spaces still
+        match); it holds the markup before its text (the previous turn's end marker, its own role
+        header). What every rendering opens with (a BOS, a default system prompt's header) is the
+        fixed overhead: where a rendering without turn 0 stops agreeing with this one.
+        """
+        n = len(messages)
+        starts = [_shared_prefix(self.counter.render(messages[1:]), text) if n > 1 else 0]
+        cursor = starts[0]
+        for message in messages[:-1]:
+            end = _find_end(message, text, cursor)
+            cursor = end if end is not None else cursor  # not found: this turn's text goes to the next
+            starts.append(cursor)
+        counts = [0] * n
+        overhead = 0
+        for begin, _ in encoding.offsets:
+            owner = bisect.bisect_right(starts, begin) - 1
+            if owner < 0:
+                overhead += 1
+            else:
+                counts[owner] += 1
+        return Measured(len(encoding.ids), counts, overhead)
+
+
+TAIL_CHARS = 64  # enough of a turn's end to find it again, short enough to survive a template's edits
+
+
+def _find_end(message: dict[str, Any], text: str, cursor: int) -> int | None:
+    """Where `message`'s text ends in the rendering `text`, searching from `cursor` (None: not found)."""
+    content = message.get("content")
+    if isinstance(content, list):
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    tail = (content or "").rstrip()[-TAIL_CHARS:]
+    if not tail:
+        return None
+    found = text.find(tail, cursor)
+    return None if found < 0 else found + len(tail)
+
+
+def _shared_prefix(a: str, b: str) -> int:
+    """How many leading characters `a` and `b` share."""
+    if b.startswith(a):
+        return len(a)
+    low, high = 0, min(len(a), len(b))
+    while low < high:  # the longest shared prefix, by bisection on C-speed comparisons
+        mid = (low + high + 1) // 2
+        if b.startswith(a[:mid]):
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def lengths_for(mode: str, counter: TokenCounter) -> TurnLengths | TemplateLengths:
+    """The row measure `compression.count_mode` names."""
+    return TemplateLengths(counter) if mode == "chat_template" else TurnLengths(counter)
 
 
 def _load(name_or_path: str | None, trust_remote_code: bool):

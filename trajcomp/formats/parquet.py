@@ -77,6 +77,10 @@ METRICS_TYPE = pa.struct(
         pa.field("summarization_errors", pa.int64()),
         pa.field("summary_source", pa.string()),
         pa.field("error", pa.string()),
+        pa.field("passes", pa.int64()),
+        pa.field("cannot_fit", pa.bool_()),
+        pa.field("identifier_retention", pa.float64()),  # null when nothing was summarized
+        pa.field("status", pa.string()),
     ]
 )
 

@@ -18,6 +18,16 @@ class SummaryRequest:
     # Seconds for this summary, all retries included. Summarizers enforce it themselves, from the
     # moment they start working on it (not while queueing for capacity).
     timeout: float | None = None
+    # The length to ask a model for: below the budget when an earlier answer overshot it.
+    stated_tokens: int | None = None
+    # A summary of the first `covered` turns, made by an earlier pass: a model updates it with
+    # the turns after them rather than summarizing a summary blindly.
+    previous: str | None = None
+    covered: int = 0
+
+    @property
+    def stated(self) -> int:
+        return self.target_tokens if self.stated_tokens is None else self.stated_tokens
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,10 @@ class Summarizer(ABC):
     def live(self) -> dict[str, int]:
         """Facts for the progress bar, such as calls in flight."""
         return {}
+
+    def secrets(self) -> tuple[str, ...]:
+        """Values that must never be written anywhere (an API key), for redaction."""
+        return ()
 
     def run_stats(self) -> dict[str, Any]:
         """Facts about this run for the report (calls, retries, latency...)."""

@@ -31,6 +31,7 @@ SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n")
 # Lower numbers are dropped last when the budget is tight.
 ACTION, USER, ERRORS, FILES, REASONING, IDENTIFIERS = range(6)
 MAX_ITEM_CHARS = 400
+ITEMS_SHARE = 0.5
 MAX_LIST = 12
 
 
@@ -50,7 +51,10 @@ class ExtractiveSummarizer(Summarizer):
         return await asyncio.to_thread(self.summarize_sync, request)
 
     def summarize_sync(self, request: SummaryRequest) -> Summary:
-        text = fit(extract_items(request.turns), request.target_tokens, self.counter.count)
+        # Part of the budget is left to the identifier index the compressor appends (identifiers.py):
+        # exact paths, hashes and numbers are what a continuing agent cannot guess back.
+        budget = max(1, int(request.target_tokens * ITEMS_SHARE))
+        text = fit(extract_items(request.turns), budget, self.counter.count)
         if not text:  # never an empty summary standing in for real turns
             raise SummaryError(f"nothing of the turns fits in {request.target_tokens} tokens")
         return Summary(text)

@@ -15,6 +15,7 @@ from ..metrics import nearest_rank
 from ..redact import redact
 from ..rows import Turn
 from .base import Summarizer, Summary, SummaryError, SummaryRequest, strip_prefix
+from .guard import fit_turns
 from .http import Endpoint, Failure, PreflightError, RetryPolicy
 
 __all__ = ["OpenAISummarizer", "PreflightError", "SYSTEM_PROMPT"]
@@ -31,6 +32,17 @@ Write the summary:
 
 Reply with the summary text only."""
 
+UPDATE_NOTE = """A summary of the turns before these already exists:
+
+{previous}
+
+Write one updated summary that covers those earlier turns and the turns below, in at most about {target_tokens} tokens."""
+
+# Context of a small summary model when summarization.max_input_tokens is not set; the answer's
+# max_tokens comes out of it.
+DEFAULT_CONTEXT = 8192
+CHAT_MARKUP_TOKENS = 32  # the summary model's own role markers around the two messages
+
 THINK_BLOCK = re.compile(r"<think>.*?</think>", re.S)
 OPEN_THINK = re.compile(r"^\s*<think>.*", re.S)  # a reasoning block the model never closed
 
@@ -43,12 +55,15 @@ class OpenAISummarizer(Summarizer):
 
     def __init__(self, config, counter):
         self.config = config
+        self.counter = counter
         self.endpoint = Endpoint(
             config.base_url, config.api_key_env, config.request_timeout, config.max_concurrent_requests
         )
         self.policy = RetryPolicy(config.max_retries, config.retry_delay)
-        self.system_prompt = _system_prompt(config.prompt_file, config.summary_target_tokens)
+        self.prompt_template = _prompt_template(config.prompt_file)
+        # Room enough that a summary a model makes longer than asked is not cut (finish_reason: length).
         self.max_tokens = 2 * config.summary_target_tokens
+        self.max_input_tokens = config.max_input_tokens or DEFAULT_CONTEXT - self.max_tokens
         self.latencies = array("d")
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
         self.retries = 0
@@ -62,15 +77,24 @@ class OpenAISummarizer(Summarizer):
 
     def payload(self, request: SummaryRequest) -> dict[str, Any]:
         """The request body: fixed instructions first, so servers can reuse the shared prefix."""
+        system = self.prompt_template.replace("{target_tokens}", str(request.stated))
         return {
             "model": self.config.summarization_model,
-            "messages": [
-                {"role": "system", "content": self.system_prompt},
-                {"role": "user", "content": render_turns(request.turns, self.config.max_turn_chars)},
-            ],
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": self.user_text(request, system)}],
             "temperature": self.config.temperature,
             "max_tokens": self.max_tokens,
         }
+
+    def user_text(self, request: SummaryRequest, system: str) -> str:
+        """The turns to summarize (after any earlier summary), fitted into max_input_tokens."""
+        turns = request.turns[request.covered:] if request.previous else request.turns
+        headers = [turn_header(i, t.role) for i, t in enumerate(turns, 1)]
+        note = UPDATE_NOTE.format(previous=request.previous, target_tokens=request.stated) if request.previous else ""
+        fixed = self.counter.count([system, note, "".join(headers)])
+        room = self.max_input_tokens - sum(fixed) - CHAT_MARKUP_TOKENS
+        texts = fit_turns(turns, room, self.counter)
+        body = "\n\n".join(header + text for header, text in zip(headers, texts))
+        return f"{note}\n\n{body}" if note else body
 
     def cache_key(self, request: SummaryRequest) -> str | None:
         return request_key(self.payload(request))
@@ -141,6 +165,9 @@ class OpenAISummarizer(Summarizer):
             "usage": dict(self.usage),
         }
 
+    def secrets(self) -> tuple[str, ...]:
+        return (self.endpoint.api_key,) if self.endpoint.api_key else ()
+
     def live(self) -> dict[str, int]:
         """For the progress bar: calls in flight and sent so far."""
         return {"in_flight": self.endpoint.in_flight, "api_calls": self.endpoint.sent}
@@ -161,26 +188,14 @@ def clean_summary(content: str) -> str:
     return strip_prefix(text)
 
 
-def render_turns(turns: tuple[Turn, ...], max_chars: int) -> str:
-    """The turns to summarize as plain text; very long turns keep their beginning and end."""
-    parts = []
-    for i, turn in enumerate(turns, 1):
-        parts.append(f"### Turn {i} ({turn.role})\n{_clip_middle(turn.text, max_chars)}")
-    return "\n\n".join(parts)
+def turn_header(number: int, role: str) -> str:
+    return f"### Turn {number} ({role})\n"
 
 
-def _clip_middle(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    head = limit * 3 // 4
-    tail = limit - head
-    return f"{text[:head]}\n[... {len(text) - limit} characters not shown ...]\n{text[-tail:]}"
-
-
-def _system_prompt(prompt_file: str | None, target_tokens: int) -> str:
+def _prompt_template(prompt_file: str | None) -> str:
+    """The system prompt with its {target_tokens} still to fill in."""
     try:
-        template = Path(prompt_file).read_text(encoding="utf-8") if prompt_file else SYSTEM_PROMPT
+        return Path(prompt_file).read_text(encoding="utf-8") if prompt_file else SYSTEM_PROMPT
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read summarization.prompt_file {prompt_file}: {exc}") from None
-    return template.replace("{target_tokens}", str(target_tokens))
 

@@ -1,0 +1,57 @@
+"""Fit the turns sent to a summarizer into its context: elide the middle of the longest tool outputs first.
+
+Only what is sent is shortened; the turns kept in the row are never touched.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..rows import Turn
+from ..tokens import TokenCounter
+
+MARKER = "\n[... {n} tokens left out ...]\n"
+MIN_KEPT = 48  # tokens of a turn always sent: its opening and closing lines say what it was
+
+
+def fit_turns(turns: Sequence[Turn], room: int, counter: TokenCounter) -> list[str]:
+    """The turns' texts, the longest shortened (tool outputs first) so that together they take at most `room` tokens."""
+    texts = [t.text for t in turns]
+    costs = counter.count(texts)
+    for pool in ([i for i, t in enumerate(turns) if t.role == "tool"], list(range(len(turns)))):
+        for _ in range(3):  # joints can merge tokens: measure again and tighten
+            over = sum(costs) - room
+            if over <= 0:
+                return texts
+            cap = _cap([costs[i] for i in pool], sum(costs[i] for i in pool) - over)
+            for i in pool:
+                if costs[i] > cap:
+                    texts[i] = _elide(turns[i].text, cap, counter)
+            costs = counter.count(texts)
+    return texts  # even the shortest form is over: the caller's limit is below the fixed parts
+
+
+def _cap(costs: list[int], allowed: int) -> int:
+    """The largest per-turn cap with sum(min(c, cap)) <= allowed, at least MIN_KEPT (water-filling)."""
+    low, high = MIN_KEPT, max(costs, default=MIN_KEPT)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if sum(min(c, mid) for c in costs) <= allowed:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def _elide(text: str, keep: int, counter: TokenCounter) -> str:
+    """`text` cut to about `keep` tokens: its beginning (3/4) and end (1/4), a marker between."""
+    encoding = counter.encode([text])[0]
+    total = len(encoding.ids)
+    marker_cost = counter.count([MARKER.format(n=total)])[0]
+    kept = max(2, keep - marker_cost)
+    head, tail = kept * 3 // 4, kept - kept * 3 // 4
+    if head + tail >= total:
+        return text
+    offsets = encoding.offsets
+    head_end, tail_start = offsets[head - 1][1], offsets[total - tail][0]
+    return text[:head_end] + MARKER.format(n=total - head - tail) + text[tail_start:]
