@@ -91,7 +91,8 @@ def _scan(directory: Path, output_suffix: str) -> tuple[list[Path], list[Path]]:
             path = Path(root) / name
             if name in datasets:
                 data.append(path)
-            elif split_suffix(path)[1] not in INPUT_SUFFIXES:
+                continue
+            if split_suffix(path)[1] not in INPUT_SUFFIXES:
                 continue
             (not_data if _not_data(path, stems, output_suffix) else data).append(path)
     return data, not_data
