@@ -331,3 +331,28 @@ def test_cli_resumes_a_dataset_folder_run_to_the_same_bytes(tmp_path, bpe_tokeni
     for name in ("data-00000-of-00001.arrow", "state.json"):
         os.replace(tmp_path / "tmp" / name, src / name)
     assert identity(src) != before
+
+
+def test_openai_message_rows_equal_the_clis_dataset_folder(tmp_path):
+    import datasets
+    from test_openai_rows import agent_row
+    from trajcomp.hf import compress_dataset
+
+    rows = []
+    for i in range(3):
+        row = agent_row()
+        for message in row["messages"]:  # one type per column: text content only
+            if isinstance(message.get("content"), list):
+                message["content"] = " ".join(part.get("text", "") for part in message["content"])
+        rows.append({**row, "id": i})
+    ds = datasets.Dataset.from_list(rows)
+    write_jsonl(tmp_path / "in.jsonl", ds.to_list())
+    flags = ["--tokenizer", str(SAMPLES / "demo_tokenizer"), "--target-max-tokens", "300", "--summary-target-tokens", "60"]
+    result = run_cli("compress", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out"), "--output-format", "hf", "-q", *flags)
+    assert result.code == 0, result.stderr
+    cli = datasets.load_from_disk(tmp_path / "out").to_list()
+    assert [r["compression_metrics"]["outcome"] for r in cli] == ["compressed"] * 3
+    config = {"tokenizer": {"name": str(SAMPLES / "demo_tokenizer")},
+              "compression": {"target_max_tokens": 300, "summary_target_tokens": 60}}
+    # The summary message has the other messages' keys as nulls, in the CLI's typed output as here.
+    assert compress_dataset(ds, config, metrics_column=None).to_list() == cli
