@@ -299,6 +299,9 @@ def test_cli_dataset_folder_rejects_and_folder_runs(tmp_path, rows):
     assert json.loads(rejects[0]["raw"])["conversations"] == [{"from": "narrator", "value": "hi"}]
     # A second run writes over its own dataset folders; an output named as a file contradicts hf.
     assert run_cli("compress", str(data), "-c", str(DEMO), "-q", "-o", str(out)).code == 0
+    report = json.loads((out / "compression_metrics.json").read_text())
+    assert report["processing"]["outputs"] == [str(out / "extra.jsonl"), str(out / "train")]
+    assert report["processing"]["stray_files_in_output"] == []
     bad = run_cli("compress", str(data / "train"), "-c", str(DEMO), "-o", str(tmp_path / "x.jsonl"),
                   "--output-format", "hf")
     assert bad.code == 2 and "--output-format hf contradicts" in bad.stderr
