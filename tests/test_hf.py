@@ -359,3 +359,20 @@ def test_openai_message_rows_equal_the_clis_dataset_folder(tmp_path):
               "compression": {"target_max_tokens": 300, "summary_target_tokens": 60}}
     # The summary message has the other messages' keys as nulls, in the CLI's typed output as here.
     assert compress_dataset(ds, config, metrics_column=None).to_list() == cli
+
+
+def test_summaries_failing_in_a_row_stop_the_map(rows):
+    import datasets
+    from trajcomp.hf import SummariesFailing, compress_dataset
+
+    with ServerThread(fail_first_n=10**6, fail_status=400) as server:  # 400: not retried
+        config = {"tokenizer": {"name": str(SAMPLES / "demo_tokenizer")},
+                  "compression": {"target_max_tokens": 4000, "summary_target_tokens": 300},
+                  "summarization": {"summarizer": "openai", "base_url": server.base_url, "model": "test-model"},
+                  "processing": {"max_consecutive_failures": 3}}
+        with pytest.raises(SummariesFailing, match="3 summaries in a row failed"):
+            compress_dataset(datasets.Dataset.from_list(rows), config, batch_size=2)
+        # Below the limit, failed rows are kept as they were, flagged.
+        out = compress_dataset(datasets.Dataset.from_list(rows[:2]), {**config, "processing": {}})
+    assert [m["status"] for m in out["compression"]] == ["failed", "failed"]
+    assert out.remove_columns("compression").to_list() == rows[:2]
