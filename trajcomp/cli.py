@@ -81,7 +81,8 @@ def compress(
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the summary cache."),
     input_format: Optional[str] = typer.Option(None, help="Row schema: auto, sharegpt (conversations) or openai (messages)."),
     output_format: Optional[str] = typer.Option(
-        None, help="Output file type (.jsonl, .jsonl.gz, .jsonl.zst, .json, .parquet); default: the output's suffix."
+        None, help="Output type (.jsonl, .jsonl.gz, .jsonl.zst, .json, .parquet, or hf: a save_to_disk folder); "
+        "default: the output's suffix (a dataset folder input: hf)."
     ),
     sample_percent: float = typer.Option(100.0, help="Take a deterministic sample of this percent of rows.", min=0, max=100),
     seed: int = typer.Option(0, help="Seed of the sample."),

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import CompressionConfig, ConfigError
-from .formats import INPUT_SUFFIXES, OUTPUT_SUFFIXES, split_suffix
+from .formats import HF, INPUT_SUFFIXES, OUTPUT_FORMATS, OUTPUT_SUFFIXES, is_dataset_folder, name_suffix, split_suffix
 
 
 @dataclass(frozen=True)
@@ -46,15 +46,19 @@ class Inputs:
 
 
 def expand_inputs(inputs: list[str], output_suffix: str = "_compressed") -> Inputs:
-    """Files as given, directories recursively, globs expanded; sorted per argument."""
+    """Files and dataset folders as given, directories recursively, globs expanded; sorted per argument."""
     pairs: list[tuple[Path, Path]] = []
     skipped: list[Path] = []
     for text in inputs:
         path = Path(text)
-        if path.is_dir():
+        if is_dataset_folder(path):  # a save_to_disk folder is one input, like a file
+            pairs.append((path, path.parent))
+        elif path.is_dir():
             files, not_data = _scan(path, output_suffix)
             if not files:
-                raise ConfigError(f"no data files in {text} (looked for {', '.join(INPUT_SUFFIXES)})")
+                raise ConfigError(
+                    f"no data files in {text} (looked for {', '.join(INPUT_SUFFIXES)} and save_to_disk folders)"
+                )
             pairs.extend((f, path) for f in files)
             skipped.extend(not_data)
         elif path.is_file():
@@ -71,9 +75,9 @@ def expand_inputs(inputs: list[str], output_suffix: str = "_compressed") -> Inpu
 
 
 def _scan(directory: Path, output_suffix: str) -> tuple[list[Path], list[Path]]:
-    """A folder's data files, and the files of input types in it that are not data.
+    """A folder's data files and dataset folders, and the files of input types in it that are not data.
 
-    Not data: hidden files and folders (trajcomp's own work files and temp outputs), an earlier
+    A save_to_disk folder is one data item (not searched further). Not data: hidden files and folders (trajcomp's own work files and temp outputs), an earlier
     run's output beside its input (x_compressed.jsonl beside x.jsonl, data_compressed/ beside
     data/), rejects files, and .json files that are not arrays (tokenizer.json).
     """
@@ -81,8 +85,13 @@ def _scan(directory: Path, output_suffix: str) -> tuple[list[Path], list[Path]]:
     for root, dirs, names in os.walk(directory):
         stems = _stems(dirs + names)
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not _earlier_output(d, stems, output_suffix))
-        for name in sorted(n for n in names if not n.startswith(".")):
+        datasets = [d for d in dirs if is_dataset_folder(Path(root) / d)]
+        dirs[:] = [d for d in dirs if d not in datasets]
+        for name in sorted([n for n in names if not n.startswith(".")] + datasets):
             path = Path(root) / name
+            if name in datasets:
+                data.append(path)
+                continue
             if split_suffix(path)[1] not in INPUT_SUFFIXES:
                 continue
             (not_data if _not_data(path, stems, output_suffix) else data).append(path)
@@ -92,7 +101,7 @@ def _scan(directory: Path, output_suffix: str) -> tuple[list[Path], list[Path]]:
 def _matches(pattern: str, output_suffix: str) -> tuple[list[Path], list[Path]]:
     """A glob's data files, and the files it matched that are not data (by _scan's rules)."""
     matches = sorted(Path(m) for m in glob.glob(pattern, recursive=True))
-    files = [m for m in matches if m.is_file() and split_suffix(m)[1] in INPUT_SUFFIXES]
+    files = [m for m in matches if (m.is_file() and split_suffix(m)[1] in INPUT_SUFFIXES) or is_dataset_folder(m)]
     stems = {folder: _stems(os.listdir(folder)) for folder in {f.parent for f in files}}
     data, not_data = [], []
     for path in files:
@@ -162,10 +171,11 @@ def resolve(
     shard: tuple[int, int] | None = None,
 ) -> Layout:
     """The Layout of a run; impossible combinations raise ConfigError (exit 2)."""
-    if output_format is not None and output_format not in OUTPUT_SUFFIXES:
-        raise ConfigError(f"unknown output format '{output_format}' (choose from {', '.join(OUTPUT_SUFFIXES)})")
+    if output_format is not None and output_format not in OUTPUT_FORMATS:
+        choices = ", ".join(s.lstrip(".") if s == HF else s for s in OUTPUT_FORMATS)
+        raise ConfigError(f"unknown output format '{output_format}' (choose from {choices})")
     found = expand_inputs(inputs, config.output_suffix)
-    if len(inputs) == 1 and Path(inputs[0]).is_file():
+    if len(inputs) == 1 and (Path(inputs[0]).is_file() or is_dataset_folder(inputs[0])):
         layout = _single_file(found.pairs[0][0], output, config, output_format, shard)
     else:
         layout = _folder_output(inputs, found, output, config, output_format, shard)
@@ -187,8 +197,8 @@ def _folder_output(inputs: list[str], found: Inputs, output, config, output_form
     jobs = []
     for file, root in found.pairs:
         rel = file.relative_to(root)
-        stem, suffix = split_suffix(file)
-        jobs.append(FileJob(file, out_dir / rel.with_name(stem + (output_format or suffix)), str(rel)))
+        stem, kind = _kind(file)
+        jobs.append(FileJob(file, out_dir / rel.with_name(stem + name_suffix(output_format or kind)), str(rel)))
     _check_distinct(jobs, [file for file, _ in found.pairs])
     for text in (t for t in inputs if _is_glob(t)):
         caught = next((job.output for job in jobs if _glob_matches(text, job.output)), None)
@@ -200,22 +210,21 @@ def _folder_output(inputs: list[str], found: Inputs, output, config, output_form
     )
 
 
+def _kind(path: Path) -> tuple[str, str]:
+    """(name stem, format): ('data', '.jsonl.gz') for data.jsonl.gz, (name, HF) for a dataset folder."""
+    return (path.name, HF) if is_dataset_folder(path) else split_suffix(path)
+
+
 def _single_file(path: Path, output, config, output_format, shard) -> Layout:
-    stem, suffix = split_suffix(path)
-    if suffix not in INPUT_SUFFIXES:
-        raise ConfigError(f"unsupported input file type '{suffix}' ({path}); supported: {', '.join(INPUT_SUFFIXES)}")
-    out_suffix = output_format or (suffix if suffix in OUTPUT_SUFFIXES else ".jsonl")
-    default_name = stem + config.output_suffix + _shard_tag(shard) + out_suffix
-    if output is not None and output.is_dir():
+    stem, kind = _kind(path)
+    if kind not in INPUT_SUFFIXES and kind != HF:
+        raise ConfigError(f"unsupported input file type '{kind}' ({path}); supported: {', '.join(INPUT_SUFFIXES)}")
+    out_kind = output_format or (kind if kind in OUTPUT_FORMATS else ".jsonl")
+    default_name = stem + config.output_suffix + _shard_tag(shard) + name_suffix(out_kind)
+    if output is not None and output.is_dir() and not is_dataset_folder(output):
         output = output / default_name
     out = output or path.with_name(default_name)
-    out_stem, given_suffix = split_suffix(out)
-    if not given_suffix:
-        raise ConfigError(f"the output {out} has no file type: name a file such as out.jsonl, or an existing folder")
-    if given_suffix not in OUTPUT_SUFFIXES:
-        raise ConfigError(f"cannot write '{given_suffix}' files ({out}); name the output with one of {', '.join(OUTPUT_SUFFIXES)}")
-    if output_format is not None and given_suffix != output_format:
-        raise ConfigError(f"--output-format {output_format} contradicts the output name {out}")
+    out_stem = _output_stem(out, output_format, folder=out_kind == HF)
     job = FileJob(path, out, path.name)
     _check_distinct([job], [path])
     return Layout(
@@ -225,6 +234,27 @@ def _single_file(path: Path, output, config, output_format, shard) -> Layout:
         out.with_name(out_stem + "_summary_cache.sqlite"),
         out.with_name(f".{out.name}.trajcomp-work"),
     )
+
+
+def _output_stem(out: Path, output_format: str | None, folder: bool) -> str:
+    """The output's name without its type; ConfigError when its name and the format disagree.
+    `folder`: a name with no file type is a dataset folder (--output-format hf, or a dataset input)."""
+    out_stem, given_suffix = split_suffix(out)
+    if given_suffix not in OUTPUT_SUFFIXES and (folder or is_dataset_folder(out)):
+        if out.is_file():
+            raise ConfigError(f"the output {out} is a file: a dataset folder cannot be written there")
+        return out.name  # a save_to_disk folder: any name without a file type
+    if not given_suffix:
+        raise ConfigError(
+            f"the output {out} has no file type: name a file such as out.jsonl, or an existing folder "
+            "(or write a dataset folder with --output-format hf)"
+        )
+    if given_suffix not in OUTPUT_SUFFIXES:
+        raise ConfigError(f"cannot write '{given_suffix}' files ({out}); name the output with one of {', '.join(OUTPUT_SUFFIXES)}")
+    if output_format is not None and given_suffix != output_format:
+        raise ConfigError(f"--output-format {output_format.lstrip('.') if output_format == HF else output_format} "
+                          f"contradicts the output name {out}")
+    return out_stem
 
 
 def _check_writable(folder: Path) -> None:

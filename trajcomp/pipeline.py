@@ -21,7 +21,7 @@ from .cache import CachedSummarizer, SummaryCache
 from .checkpoint import WorkDir
 from .compressor import TrajectoryCompressor
 from .config import CompressionConfig
-from .formats import Format, Record, format_for
+from .formats import Format, Record, format_for, identity
 from .formats.base import InputError, PartWriter, input_schema, read_checked, write_json
 from .formats.jsonl import JSONL
 from .metrics import Aggregate, Outcome, RowMetrics
@@ -199,7 +199,7 @@ class Runner:
         config = {s: {k: v for k, v in keys.items() if k not in _NOT_IN_OUTPUT} for s, keys in sections}
         return {
             "trajcomp_version": __version__,
-            "inputs": [[str(j.input), j.input.stat().st_size, j.input.stat().st_mtime_ns] for j in self.layout.files],
+            "inputs": [[str(j.input), *identity(j.input)] for j in self.layout.files],
             "outputs": [str(j.output) for j in self.layout.files],
             "config": config,
             "selection": self.options.selection.as_dict(),

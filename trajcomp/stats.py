@@ -77,13 +77,13 @@ def stats(
 
 def input_jobs(inputs: list[str]) -> list[FileJob]:
     """The input files, found as `compress` finds them, each once; ConfigError when there are none."""
-    from .formats import INPUT_SUFFIXES, split_suffix
+    from .formats import INPUT_SUFFIXES, is_dataset_folder, split_suffix
     from .paths import FileJob, expand_inputs
 
     jobs, seen = [], set()
     for file, root in expand_inputs(inputs).pairs:
         suffix = split_suffix(file)[1]
-        if suffix not in INPUT_SUFFIXES:  # expand_inputs takes a named file whatever its type
+        if suffix not in INPUT_SUFFIXES and not is_dataset_folder(file):  # expand_inputs takes a named file whatever its type
             raise ConfigError(f"unsupported input file type '{suffix}' ({file}); supported: {', '.join(INPUT_SUFFIXES)}")
         if file.resolve() not in seen:  # a file named twice (or by a file and its folder) counts once
             seen.add(file.resolve())

@@ -371,21 +371,32 @@ class ParquetFormat(Format):
             with AtomicFile(dest) as out:
                 pq.write_table(table, out.handle, compression=COMPRESSION)
             return
-        schemas, empty = [], []
-        for part in parts:
-            with _open(part) as parquet:
-                (schemas if parquet.metadata.num_rows else empty).append(parquet.schema_arrow)
-        # A part with no rows (every row of its range rejected) has only a default schema: it
-        # must not add its columns (e.g. `conversations` to an OpenAI dataset) to the others.
-        target = _unify(schemas or empty, metrics_last=schema is None or METRICS not in schema.names)
+        target = joined_schema(parts, schema)
         with AtomicFile(dest) as out:
             with pq.ParquetWriter(out.handle, target, compression=COMPRESSION) as writer:
-                for part in parts:
-                    with _open(part) as parquet:
-                        for i in range(parquet.num_row_groups):
-                            table = parquet.read_row_group(i)
-                            if table.num_rows:
-                                writer.write_table(_conform(table, target), row_group_size=table.num_rows)
+                for table in conformed_row_groups(parts, target):
+                    writer.write_table(table, row_group_size=table.num_rows)
+
+
+def joined_schema(parts: Sequence[Path], schema: pa.Schema | None = None) -> pa.Schema:
+    """The schema of Parquet parts joined into one table (see the module doc); `parts` is not empty."""
+    schemas, empty = [], []
+    for part in parts:
+        with _open(part) as parquet:
+            (schemas if parquet.metadata.num_rows else empty).append(parquet.schema_arrow)
+    # A part with no rows (every row of its range rejected) has only a default schema: it
+    # must not add its columns (e.g. `conversations` to an OpenAI dataset) to the others.
+    return _unify(schemas or empty, metrics_last=schema is None or METRICS not in schema.names)
+
+
+def conformed_row_groups(parts: Sequence[Path], target: pa.Schema) -> Iterator[pa.Table]:
+    """Every non-empty row group of the parts, in order, conformed to `target`."""
+    for part in parts:
+        with _open(part) as parquet:
+            for i in range(parquet.num_row_groups):
+                table = parquet.read_row_group(i)
+                if table.num_rows:
+                    yield _conform(table, target)
 
 
 PARQUET = ParquetFormat()
