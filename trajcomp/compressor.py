@@ -7,6 +7,7 @@ Counting, planning, summarizing and assembly happen here and nowhere else; the e
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -162,7 +163,7 @@ class TrajectoryCompressor:
 
     def _plan(self, turns: Sequence[Turn], measured: Measured, more: int = 0) -> Plan:
         """The region for `measured`, asking for `more` tokens of savings than the estimate says."""
-        params = PlanParams(**{**vars(self.params), "summary_tokens": self.params.summary_tokens + more})
+        params = dataclasses.replace(self.params, summary_tokens=self.params.summary_tokens + more)
         return plan([t.role for t in turns], measured.costs, params, fixed=measured.overhead)
 
     async def _passes(self, native, fmt, turns: Sequence[Turn], measured: Measured, p: Plan):

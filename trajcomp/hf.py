@@ -35,13 +35,8 @@ __all__ = ["BatchFunction", "RowRejected", "SummariesFailing", "compress_dataset
 ON_REJECT = ("keep", "raise")
 TURN_COLUMNS = ("conversations", "messages")
 
-# RowMetrics.to_dict() as Arrow types: the Parquet writer's type plus the fields it may not have yet.
-_LATER_FIELDS = {"passes": pa.int64(), "cannot_fit": pa.bool_(), "identifier_retention": pa.float64(),
-                 "status": pa.string()}
-ROW_METRICS_TYPE = pa.struct([*METRICS_TYPE, *(pa.field(k, t) for k, t in _LATER_FIELDS.items()
-                                               if k not in METRICS_TYPE.names)])
 # The metrics column: a row's metrics (all null for a row rejected before counting) and why it was rejected.
-METRICS_COLUMN_TYPE = pa.struct([*ROW_METRICS_TYPE, pa.field("reason", pa.string()), pa.field("detail", pa.string())])
+METRICS_COLUMN_TYPE = pa.struct([*METRICS_TYPE, pa.field("reason", pa.string()), pa.field("detail", pa.string())])
 
 
 class RowRejected(ValueError):
@@ -104,7 +99,7 @@ class BatchFunction:
         if self.metrics_column is not None:
             out[self.metrics_column] = _feature(METRICS_COLUMN_TYPE)
         elif self.config().metrics_per_trajectory:
-            out[METRICS] = _feature(ROW_METRICS_TYPE)
+            out[METRICS] = _feature(METRICS_TYPE)
         return out
 
     def __call__(self, batch: Mapping[str, list], indices: list[int] | None = None) -> dict[str, list]:
