@@ -117,7 +117,7 @@ def distribution(values: array) -> dict[str, int]:
 # Fixed bin edges, the same for every run whatever its target, so that the histograms of two runs overlay.
 # Token lengths: 0, then the R10 series (ten geometric steps per decade) from 100 up to 10 million.
 _R10 = (100, 125, 160, 200, 250, 315, 400, 500, 630, 800)
-LENGTH_EDGES: tuple[int, ...] = (0, *(m * 10**k for k in range(6) for m in _R10), 10**7)
+LENGTH_EDGES: tuple[int, ...] = (0, *(m * 10**k for k in range(5) for m in _R10), 10**7)
 RATIO_EDGES: tuple[float, ...] = tuple(round(i * 0.05, 2) for i in range(21))  # compressed / original tokens
 RETENTION_EDGES: tuple[float, ...] = tuple(round(i * 0.1, 1) for i in range(11))  # share of identifiers kept
 WORST_ROWS = 20  # the rows most over the limit that a report names

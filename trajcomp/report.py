@@ -388,12 +388,15 @@ def read_report(data: Any, where: str = "report") -> Report:
     version = data.get("schema_version", 1)
     if version == 1:
         if not all(isinstance(data.get(s), dict) for s in ("summary", "tokens")):
-            raise NotAReport("not a trajcomp report (no 'summary' and 'tokens' sections)")
+            stats = "files" in data and "tokens_before" in data
+            raise NotAReport("the output of trajcomp stats, not a compress report" if stats
+                             else "not a trajcomp report (no 'summary' and 'tokens' sections)")
         data = {k: v for k, v in data.items() if k in _V1_SECTIONS}  # schema 1 had no other sections
     elif version != SCHEMA_VERSION:
         raise NotAReport(f"a report of schema version {version!r}; this trajcomp reads versions 1 to {SCHEMA_VERSION}")
     elif "summary" not in data:
-        raise NotAReport("a report without its 'summary' section" + (" (a stats output?)" if "files" in data else ""))
+        stats = "files" in data and "tokens_before" in data
+        raise NotAReport("the output of trajcomp stats, not a compress report" if stats else "no 'summary' section")
     report = _build(Report, data, where)
     report.schema_version = SCHEMA_VERSION  # converted: written again, it is a version-2 report
     return report
