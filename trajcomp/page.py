@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .formats.base import AtomicFile
+from .render import _n
+from .render import _value as _fmt
 from .report import FIGURES, Comparison, Report
 
 STATUS_TEXT = {
@@ -376,10 +378,6 @@ def _cell(value: Any) -> str:
     return "-" if value is None else escape(_n(value) if isinstance(value, (int, float)) else str(value))
 
 
-def _n(value: float) -> str:
-    return f"{value:,}" if isinstance(value, int) else f"{value:,.2f}"
-
-
 def _short(value: float) -> str:
     """1000 -> 1k, 2500000 -> 2.5M, 0.35 -> 0.35."""
     if value != int(value) or value < 1000:
@@ -459,14 +457,6 @@ def _figures_table(c: Comparison, letters: Sequence[str]) -> str:
             row += [_fmt(value, f.decimals), _fmt(diff["absolute"], f.decimals, "+")]
         rows.append(row)
     return f"<section id=table><h2>Figures</h2>{_table(head, rows)}</section>"
-
-
-def _fmt(value: float | None, decimals: int | None, sign: str = "") -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, int) and decimals is None:
-        return f"{value:{sign},}"
-    return f"{value:{sign},.{2 if decimals is None else decimals}f}"
 
 
 # ---------------------------------------------------------------------------
