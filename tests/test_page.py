@@ -255,6 +255,9 @@ def test_report_command_on_an_older_report_and_bad_files(tmp_path):
     assert_ok(res)
     page = (tmp_path / "old_metrics.html").read_text(encoding="utf-8")
     assert "Not shown: this report has no length histograms" in page and "Summarizer" in page
+    res = run_cli("compare", str(old), str(FIXTURES / "report_v1_metrics.json"), "--html", str(tmp_path / "c.html"))
+    assert_ok(res)
+    assert "Not shown: this report has no length histograms" in (tmp_path / "c.html").read_text(encoding="utf-8")
 
     bad = tmp_path / "bad.json"
     bad.write_text('{"schema_version": 7}')

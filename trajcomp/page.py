@@ -113,10 +113,12 @@ def _lengths_figure(reports: Sequence[Report], names: Sequence[str], target: int
     series = [Series("before" if single else f"before ({with_lengths[0][1]})", first.before)]
     series += [Series("after" if single else f"after ({n})", r.lengths.after) for r, n in with_lengths]
     marker = Marker(target, f"target {_n(target)}", "target") if target is not None else None
+    lacking = [n for r, n in zip(reports, names) if r.lengths is None]
+    note = f"<p class=note>Not in this chart: {escape(', '.join(lacking))} (no length histograms: an older report).</p>"
     return _histogram_figure(
         "lengths", "Tokens per row, before and after",
         "Rows per token-length bin (fixed bins, ten per decade, log scale), with the target marked.",
-        first.edges, series, marker, "tokens per row (log scale)", log=True,
+        first.edges, series, marker, "tokens per row (log scale)", log=True, note=note if lacking else "",
     )
 
 
@@ -157,13 +159,14 @@ def _status_figure(reports: Sequence[Report], names: Sequence[str]) -> str:
 
 
 def _histogram_figure(fid: str, title: str, desc: str, edges: Sequence[float], series: list[Series],
-                      marker: Marker | None, x_label: str, log: bool = False) -> str:
+                      marker: Marker | None, x_label: str, log: bool = False, note: str = "") -> str:
     lo, hi = _visible(edges, series, marker)
     shown = [Series(s.name, list(s.counts[lo:hi])) for s in series]
     svg = _bar_svg(fid, title, desc, list(range(hi - lo)), shown, marker, x_label, edges=edges[lo:hi + 1], log=log)
     rows = [[_bin_label(edges, i), *(_n(s.counts[i]) for s in series)] for i in range(len(edges) - 1)
             if any(s.counts[i] for s in series)]
-    return _figure(fid, title, svg, _table(["bin", *(s.name for s in series)], rows or [["(no rows)", *("" for _ in series)]]))
+    table = _table(["bin", *(s.name for s in series)], rows or [["(no rows)", *("" for _ in series)]])
+    return _figure(fid, title, svg, table, note)
 
 
 def _visible(edges: Sequence[float], series: list[Series], marker: Marker | None) -> tuple[int, int]:
