@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test e2e bench clean
+.PHONY: install demo test e2e bench clean chromium
 
 install: $(STAMP)
 
@@ -17,8 +17,16 @@ $(STAMP): pyproject.toml
 demo: install
 	$(BIN)/trajcomp compress data_samples -c configs/demo.yaml -o data_samples_compressed
 
-test: install
+test: install chromium
 	$(BIN)/python -m pytest -q
+
+# Headless Chromium renders the HTML report pages in tests (Debian package `chromium`). Installed when
+# missing and apt-get can (root); otherwise the browser tests are skipped and say why.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
+	  echo "chromium could not be installed: the browser tests will be skipped"
 
 clean:
 	rm -rf $(VENV) data_samples_compressed .pytest_cache .hypothesis

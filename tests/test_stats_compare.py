@@ -98,6 +98,19 @@ def dataset(tmp_path_factory) -> tuple[Path, list[DataFile]]:
 # ---------------------------------------------------------------------------
 
 
+# The fixed length bins, written out here: 0, then ten geometric steps per decade from 100 to 10 million.
+LENGTH_EDGES = [0] + [int(m * 10**k) for k in range(5) for m in (100, 125, 160, 200, 250, 315, 400, 500, 630, 800)] + [10**7]
+
+
+def binned(values: list[int]) -> list[int]:
+    """Rows per bin [edge_i, edge_i+1); the last bin also holds anything larger."""
+    counts = [0] * (len(LENGTH_EDGES) - 1)
+    for v in values:
+        i = max(i for i, e in enumerate(LENGTH_EDGES[:-1]) if v >= e)
+        counts[i] += 1
+    return counts
+
+
 def nearest_rank(values: list[int]) -> dict[str, int]:
     ordered = sorted(values)
     pick = lambda p: ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]  # noqa: E731
@@ -124,6 +137,7 @@ def expected_stats(files: list[DataFile], tokenizer: Path, target: int, summary:
         for _, reason in f.bad:
             reasons[reason] = reasons.get(reason, 0) + 1
     return {
+        "schema_version": 2,
         "inputs": [str(f.path) for f in files],
         "tokenizer": vars(counter.info),
         "target_max_tokens": target,
@@ -140,6 +154,7 @@ def expected_stats(files: list[DataFile], tokenizer: Path, target: int, summary:
         "summary_tokens_needed": decisions["compress"] * summary,
         "tokens_before": nearest_rank(before),
         "tokens_after_estimate": nearest_rank(after),
+        "lengths": {"edges": LENGTH_EDGES, "before": binned(before), "after": binned(after)},
         "files": [{"path": str(f.path), "rows": len(f.rows), "rejected": len(f.bad)} for f in files],
     }
 
@@ -274,15 +289,23 @@ REPORT_PATHS = {
     "compressed": ("summary", "trajectories_compressed"),
     "skipped_under_target": ("summary", "trajectories_skipped_under_target"),
     "still_over_limit": ("summary", "trajectories_still_over_limit"),
+    "cannot_fit": ("statuses", "cannot_fit"),
     "failed": ("summary", "trajectories_failed"),
     "tokens_before": ("tokens", "total_original"),
     "tokens_after": ("tokens", "total_compressed"),
+    "tokens_saved": ("tokens", "total_saved"),
     "compression_ratio": ("tokens", "overall_compression_ratio"),
     "p50_tokens_after": ("distribution", "after", "p50"),
     "p99_tokens_after": ("distribution", "after", "p99"),
+    "identifier_retention": ("identifier_retention", "mean"),
+    "summary_passes": ("passes",),  # summed: passes x rows
     "api_calls": ("summarization", "api_calls"),
     "http_requests": ("summarization", "http_requests"),
+    "retries": ("summarization", "retries"),
     "cache_hits": ("summarization", "cache_hits"),
+    "prompt_tokens": ("summarization", "usage", "prompt_tokens"),
+    "completion_tokens": ("summarization", "usage", "completion_tokens"),
+    "latency_p95_ms": ("summarization", "latency_ms", "p95"),
     "duration_seconds": ("processing", "duration_seconds"),
     "rows_per_second": ("processing", "rows_per_second"),
 }
@@ -291,6 +314,8 @@ REPORT_PATHS = {
 def lookup(report: dict, path: tuple[str, ...]):
     for key in path:
         report = report.get(key) if isinstance(report, dict) else None
+    if path == ("passes",) and report is not None:
+        return sum(int(k) * v for k, v in report.items())
     return report
 
 
@@ -356,9 +381,11 @@ def test_compare_text_table(two_reports):
 
 def test_compare_three_reports_with_an_older_one_missing_keys(two_reports, tmp_path):
     old = json.loads(two_reports[0].read_text(encoding="utf-8"))
+    for key in ("schema_version", "lengths", "statuses", "worst_rows", "identifier_retention", "passes"):
+        del old[key]  # as if written before the schema (version 1)
     del old["distribution"]  # as if written before the section existed
-    del old["processing"]["rows_per_second"]
-    old["summarization"]["api_calls"] = "n/a"  # not a number: shown as missing, never a crash
+    del old["processing"]
+    del old["summarization"]
     old_path = tmp_path / "old_metrics.json"
     old_path.write_text(json.dumps(old))
 
@@ -376,14 +403,20 @@ def test_compare_three_reports_with_an_older_one_missing_keys(two_reports, tmp_p
     assert cells(res.stdout, "p50 tokens after")[-3:] == ["-", "-", "-"]
 
 
-@pytest.mark.parametrize("case", ["not_json", "json_list", "stats_output", "missing_file", "one_report"])
+@pytest.mark.parametrize(
+    "case", ["not_json", "json_list", "stats_output", "no_sections", "wrong_type", "newer_schema", "missing_file", "one_report"]
+)
 def test_compare_errors_exit_2_with_one_line(case, two_reports, stats_runs, tmp_path):
     good = str(two_reports[0])
     bad = tmp_path / f"{case}.json"
     content, must_name = {
         "not_json": ("this is not json", ["not a trajcomp report (not valid JSON"]),
         "json_list": ("[1, 2]", ["not a trajcomp report (a JSON list, not an object)"]),
-        "stats_output": (stats_runs[0].stdout, ["not a trajcomp report (no 'summary' and 'tokens' sections)"]),
+        "stats_output": (stats_runs[0].stdout, ["the output of trajcomp stats, not a compress report"]),
+        "no_sections": ('{"rows": 3}', ["not a trajcomp report (no 'summary' and 'tokens' sections)"]),
+        "wrong_type": ('{"summary": {}, "tokens": {}, "summarization": {"api_calls": "n/a"}}',
+                       ['summarization.api_calls is "n/a", not an integer']),
+        "newer_schema": ('{"schema_version": 99, "summary": {}}', ["schema version 99"]),
         "missing_file": (None, ["cannot read it"]),
         "one_report": (None, ["at least two reports"]),
     }[case]

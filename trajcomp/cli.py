@@ -94,6 +94,7 @@ def compress(
     dry_run: bool = typer.Option(False, "--dry-run", help="Read, count and plan only: no summaries, nothing written."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no text report."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
+    html: bool = typer.Option(False, "--html", help="Also write the report as an HTML page beside it (<report>.html)."),
 ) -> None:
     """Compress every row over the token budget; write rows, a metrics report and any rejects.
 
@@ -141,7 +142,7 @@ def compress(
     if dry_run:
         _dry_run(layout, options, counter, cfg, quiet, as_json)
         return
-    _compress(layout, options, counter, cfg, quiet, as_json)
+    _compress(layout, options, counter, cfg, quiet, as_json, html)
 
 
 def _dotted(suffix: str | None) -> str | None:
@@ -155,20 +156,20 @@ def _dry_run(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None:
     from .formats.base import InputError
     from .planner import PlanParams
     from .render import render_estimate
-    from .stats import headed
+    from .stats import tokenizer_info
 
     try:
         planned = estimate(layout.files, options.selection, counter, PlanParams.from_config(cfg), cfg.input_format)
     except InputError as exc:
         fail(str(exc), EXIT_FAILED)
-    result = headed(planned.to_dict(), layout.files, counter, cfg)
+    result = planned.to_stats([str(job.input) for job in layout.files], tokenizer_info(counter), with_not_taken=True)
     if as_json:
-        typer.echo(json.dumps(result, indent=2))
+        typer.echo(json.dumps(result.to_dict(), indent=2))
     elif not quiet:
         typer.echo(render_estimate(result))
 
 
-def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None:
+def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool, html: bool) -> None:
     from .pipeline import Runner, SummarizerDown, build_compressor
     from .render import render_report
     from .formats.base import InputError
@@ -191,11 +192,20 @@ def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None
             "Run the same command again to resume.", err=True,
         )
         raise typer.Exit(EXIT_TERMINATED if isinstance(exc, _Terminated) else EXIT_INTERRUPTED)
+    report = result.report
+    page = layout.report.with_suffix(".html") if html else None
+    if page is not None:
+        from .page import report_page, write_page
+
+        write_page(page, report_page(report))
     if as_json:
-        typer.echo(json.dumps(result.report, indent=2, ensure_ascii=False))
+        typer.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     elif not quiet:
-        typer.echo(render_report(result.report, str(layout.report)))
-    failed = result.report["summary"]["trajectories_failed"] + result.report["rows"]["reject_reasons"].get("summary_failed", 0)
+        typer.echo(render_report(report, str(layout.report), page and str(page)))
+    if report.processing.files_all_rejected:
+        fail(f"every row of {', '.join(report.processing.files_all_rejected)} was rejected (is it the right "
+             f"file?); the reasons are in {report.processing.rejects_file}", EXIT_FAILED)
+    failed = report.summary.trajectories_failed + report.rows.reject_reasons.get("summary_failed", 0)
     if failed:
         cached = ": summaries already made come from the cache" if cfg.cache else ""
         fail(f"{failed} rows could not be summarized (see the report); run the same command again to retry "
@@ -236,6 +246,32 @@ def main(argv: list[str] | None = None) -> None:
         typer.echo("trajcomp: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+@app.command("report")
+def report_command(
+    report: Path = typer.Argument(..., help="A metrics report written by compress (*_metrics.json).",
+                                  show_default=False, metavar="REPORT"),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="The page to write. Default: REPORT with .html."),
+) -> None:
+    """Write a report as one self-contained HTML page: charts, statuses, summarizer, worst rows, config.
+
+    The page is inline SVG and CSS only (no script, nothing fetched): it opens from disk, offline,
+    in light or dark mode. Reports of earlier trajcomp versions load too.
+    """
+    from .page import report_page, write_page
+    from .report import NotAReport, load
+
+    try:
+        loaded = load(report)
+    except NotAReport as exc:
+        fail(str(exc))
+    page = output or report.with_suffix(".html")
+    try:
+        write_page(page, report_page(loaded))
+    except OSError as exc:
+        fail(f"cannot write {page}: {exc.strerror or exc}")
+    typer.echo(str(page))
 
 
 # Commands kept in their own modules; registered here so `python -m trajcomp.cli` has them too.

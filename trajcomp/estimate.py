@@ -4,29 +4,21 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any, Iterable, Iterator
+from typing import Iterable, Iterator
 
 from .formats import Record, format_for
 from .formats.base import read_checked
 from .metrics import distribution
 from .paths import FileJob
+from .report import DatasetStats, FileRows, Percentiles, TokenizerInfo, lengths
 from .selection import Selection, Taker
 from .planner import Decision, PlanParams, plan
 from .rows import RowError, adapter_for
 from .tokens import TokenCounter
 
 BATCH_ROWS = 256  # rows counted per call to the tokenizer
-
-
-@dataclass
-class FileRows:
-    """One input file's rows: counted (valid) and rejected."""
-
-    path: str
-    rows: int = 0
-    rejected: int = 0
 
 
 @dataclass
@@ -45,26 +37,32 @@ class Estimate:
         saved = region_tokens - self.params.summary_tokens if decision is Decision.COMPRESS else 0
         self.after.append(total - saved)
 
-    def to_dict(self) -> dict[str, Any]:
-        target = self.params.target_max_tokens
+    def to_stats(self, inputs: list[str], tokenizer: TokenizerInfo, with_not_taken: bool = False) -> DatasetStats:
+        """The figures as a DatasetStats; `with_not_taken` adds the rows a sample or shard left out (--dry-run)."""
+        p = self.params
         calls = self.decisions[Decision.COMPRESS.value]
-        return {
-            "rows": len(self.before),
-            "rows_rejected": sum(self.rejects.values()),
-            "reject_reasons": dict(sorted(self.rejects.items())),
-            "rows_not_sampled": self.not_taken["not_sampled"],
-            "rows_other_shards": self.not_taken["other_shards"],
-            "target_max_tokens": target,
-            "over_target": sum(1 for t in self.before if t > target),
-            "would_fit_after_compression": sum(1 for b, a in zip(self.before, self.after) if b > target >= a),
-            "would_stay_over_target": sum(1 for a in self.after if a > target),
-            "decisions": {d.value: self.decisions[d.value] for d in Decision},
-            "summarizer_calls_needed": calls,
-            "summary_tokens_needed": calls * self.params.summary_tokens,
-            "tokens_before": distribution(self.before),
-            "tokens_after_estimate": distribution(self.after),
-            "files": [asdict(f) for f in self.files],
-        }
+        return DatasetStats(
+            inputs=inputs,
+            tokenizer=tokenizer,
+            target_max_tokens=p.target_max_tokens,
+            summary_target_tokens=p.summary_tokens,
+            protect_last_n_turns=p.protect_last_n_turns,
+            rows=len(self.before),
+            rows_rejected=sum(self.rejects.values()),
+            reject_reasons=dict(sorted(self.rejects.items())),
+            rows_not_sampled=self.not_taken["not_sampled"] if with_not_taken else None,
+            rows_other_shards=self.not_taken["other_shards"] if with_not_taken else None,
+            over_target=sum(1 for t in self.before if t > p.target_max_tokens),
+            would_fit_after_compression=sum(1 for b, a in zip(self.before, self.after) if b > p.target_max_tokens >= a),
+            would_stay_over_target=sum(1 for a in self.after if a > p.target_max_tokens),
+            decisions={d.value: self.decisions[d.value] for d in Decision},
+            summarizer_calls_needed=calls,
+            summary_tokens_needed=calls * p.summary_tokens,
+            tokens_before=Percentiles(**distribution(self.before)),
+            tokens_after_estimate=Percentiles(**distribution(self.after)),
+            lengths=lengths(self.before, self.after),
+            files=list(self.files),
+        )
 
 
 def estimate(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from array import array
+from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
@@ -113,12 +114,43 @@ def distribution(values: array) -> dict[str, int]:
     }
 
 
+# Fixed bin edges, the same for every run whatever its target, so that the histograms of two runs overlay.
+# Token lengths: 0, then the R10 series (ten geometric steps per decade) from 100 up to 10 million.
+_R10 = (100, 125, 160, 200, 250, 315, 400, 500, 630, 800)
+LENGTH_EDGES: tuple[int, ...] = (0, *(m * 10**k for k in range(5) for m in _R10), 10**7)
+RATIO_EDGES: tuple[float, ...] = tuple(round(i * 0.05, 2) for i in range(21))  # compressed / original tokens
+RETENTION_EDGES: tuple[float, ...] = tuple(round(i * 0.1, 1) for i in range(11))  # share of identifiers kept
+WORST_ROWS = 20  # the rows most over the limit that a report names
+
+
+def bin_index(value: float, edges: tuple[float, ...]) -> int:
+    """The bin [edges[i], edges[i+1]) holding value; the last bin also holds everything above it."""
+    return min(max(bisect_right(edges, value) - 1, 0), len(edges) - 2)
+
+
+def bin_counts(values, edges: tuple[float, ...]) -> list[int]:
+    counts = [0] * (len(edges) - 1)
+    for value in values:
+        counts[bin_index(value, edges)] += 1
+    return counts
+
+
+def _worst_key(row: dict[str, Any]) -> tuple:
+    return (-row["over_by"], row["source"] or "", row["line"] or 0)
+
+
 @dataclass
 class Aggregate:
-    """Running sums over the rows written, plus counts of the rows that were not."""
+    """Running sums over the rows written, plus counts of the rows that were not.
+
+    Any engine builds a report from one (report.from_aggregate): feed it `add` per written row and
+    `add_reject` per rejected row; parts' aggregates combine with `to_state` / `merge`.
+    """
 
     outcomes: Counter = field(default_factory=Counter)
     summary_sources: Counter = field(default_factory=Counter)  # which summarizer wrote the summaries
+    statuses: Counter = field(default_factory=Counter)  # of the rows written (RowMetrics.status)
+    passes: Counter = field(default_factory=Counter)  # str(passes) -> rows written
     still_over_limit: int = 0
     original_tokens: int = 0
     compressed_tokens: int = 0
@@ -126,14 +158,22 @@ class Aggregate:
     compressed_turns: int = 0
     api_calls: int = 0
     errors: int = 0
+    retention_rows: int = 0
+    retention_sum: float = 0.0
     before: array = field(default_factory=lambda: array("q"))
     after: array = field(default_factory=lambda: array("q"))
+    ratio_counts: list = field(default_factory=lambda: [0] * (len(RATIO_EDGES) - 1))  # compressed rows
+    retention_counts: list = field(default_factory=lambda: [0] * (len(RETENTION_EDGES) - 1))
+    worst: list = field(default_factory=list)  # at most WORST_ROWS rows most over the limit, worst first
     reject_reasons: Counter = field(default_factory=Counter)
     not_sampled: int = 0
     other_shards: int = 0
 
-    def add(self, m: RowMetrics) -> None:
+    def add(self, m: RowMetrics, source: str | None = None, line: int | None = None) -> None:
+        """A written row; `source` and `line` (its input file and line) name it among the worst rows."""
         self.outcomes[m.outcome.value] += 1
+        self.statuses[m.status] += 1
+        self.passes[str(m.passes)] += 1
         if m.summary_source is not None:
             self.summary_sources[m.summary_source] += 1
         self.still_over_limit += m.still_over_limit
@@ -145,25 +185,43 @@ class Aggregate:
         self.errors += m.summarization_errors
         self.before.append(m.original_tokens)
         self.after.append(m.compressed_tokens)
+        if m.was_compressed:
+            self.ratio_counts[bin_index(m.compression_ratio, RATIO_EDGES)] += 1
+        if m.identifier_retention is not None:
+            self.retention_rows += 1
+            self.retention_sum += m.identifier_retention
+            self.retention_counts[bin_index(m.identifier_retention, RETENTION_EDGES)] += 1
+        self._note_worst(m, m.status, source, line)
 
-    def add_reject(self, reason: str, metrics: RowMetrics | None = None) -> None:
+    def add_reject(self, reason: str, metrics: RowMetrics | None = None, source: str | None = None,
+                   line: int | None = None) -> None:
         """A row sent to the rejects file; summary calls it cost still count."""
         self.reject_reasons[reason] += 1
         if metrics is not None:
             self.api_calls += metrics.summarization_api_calls
             self.errors += metrics.summarization_errors
+            self._note_worst(metrics, "rejected", source, line)
+
+    def _note_worst(self, m: RowMetrics, status: str, source: str | None, line: int | None) -> None:
+        if not m.still_over_limit:
+            return
+        self.worst.append({
+            "source": source, "line": line, "original_tokens": m.original_tokens,
+            "compressed_tokens": m.compressed_tokens, "over_by": m.compressed_tokens - m.target_max_tokens,
+            "status": status,
+        })
+        if len(self.worst) >= 2 * WORST_ROWS:  # trimmed in batches: sorting at every row would be slow
+            self._trim_worst()
+
+    def _trim_worst(self) -> None:
+        self.worst = sorted(self.worst, key=_worst_key)[:WORST_ROWS]
 
     def to_state(self) -> dict[str, Any]:
         """Everything, as JSON-able data: a part's checkpoint keeps its rows' share of the report."""
+        self._trim_worst()
         state = {k: v for k, v in vars(self).items() if not isinstance(v, (array, Counter))}
-        return {
-            **state,
-            "outcomes": dict(self.outcomes),
-            "summary_sources": dict(self.summary_sources),
-            "reject_reasons": dict(self.reject_reasons),
-            "before": self.before.tolist(),
-            "after": self.after.tolist(),
-        }
+        state.update({k: dict(v) for k, v in vars(self).items() if isinstance(v, Counter)})
+        return {**state, "before": self.before.tolist(), "after": self.after.tolist()}
 
     def merge(self, state: dict[str, Any]) -> None:
         """Add a state from `to_state` (of another part) into this aggregate."""
@@ -173,6 +231,11 @@ class Aggregate:
                 current.extend(value)
             elif isinstance(current, Counter):
                 current.update(value)
+            elif key == "worst":
+                self.worst = current + value
+                self._trim_worst()
+            elif isinstance(current, list):  # bin counts
+                self.__dict__[key] = [a + b for a, b in zip(current, value)]
             else:
                 setattr(self, key, current + value)
 
@@ -180,51 +243,10 @@ class Aggregate:
     def rows_written(self) -> int:
         return len(self.before)
 
-    def sections(self) -> dict[str, Any]:
-        """The row-derived sections of the report."""
-        n = self.rows_written
-        compressed = self.outcomes[Outcome.COMPRESSED.value]
+    @property
+    def rows_read(self) -> int:
+        return self.rows_written + sum(self.reject_reasons.values()) + self.not_sampled + self.other_shards
 
-        def avg(total: float, count: int) -> float:
-            return round(total / count, 2) if count else 0.0
-
-        return {
-            "summary": {
-                "total_trajectories": n,
-                "trajectories_compressed": compressed,
-                "trajectories_skipped_under_target": self.outcomes[Outcome.SKIPPED_UNDER_TARGET.value],
-                "trajectories_still_over_limit": self.still_over_limit,
-                "trajectories_failed": self.outcomes[Outcome.FAILED.value],
-                "compression_rate": avg(compressed, n),
-                "outcomes": {o.value: self.outcomes[o.value] for o in Outcome},
-                "summaries_by_source": dict(sorted(self.summary_sources.items())),
-            },
-            "tokens": {
-                "total_original": self.original_tokens,
-                "total_compressed": self.compressed_tokens,
-                "total_saved": self.original_tokens - self.compressed_tokens,
-                "overall_compression_ratio": round(self.compressed_tokens / self.original_tokens, 4)
-                if self.original_tokens
-                else 1.0,
-            },
-            "turns": {
-                "total_original": self.original_turns,
-                "total_compressed": self.compressed_turns,
-                "total_removed": self.original_turns - self.compressed_turns,
-            },
-            "averages": {
-                "original_tokens_per_trajectory": avg(self.original_tokens, n),
-                "compressed_tokens_per_trajectory": avg(self.compressed_tokens, n),
-                "tokens_saved_per_trajectory": avg(self.original_tokens - self.compressed_tokens, n),
-                "turns_removed_per_compressed_trajectory": avg(self.original_turns - self.compressed_turns, compressed),
-            },
-            "distribution": {"before": distribution(self.before), "after": distribution(self.after)},
-            "rows": {
-                "read": n + sum(self.reject_reasons.values()) + self.not_sampled + self.other_shards,
-                "written": n,
-                "rejected": sum(self.reject_reasons.values()),
-                "reject_reasons": dict(sorted(self.reject_reasons.items())),
-                "not_sampled": self.not_sampled,
-                "other_shards": self.other_shards,
-            },
-        }
+    def worst_rows(self) -> list[dict[str, Any]]:
+        self._trim_worst()
+        return list(self.worst)

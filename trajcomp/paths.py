@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import glob
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -204,8 +205,12 @@ def _folder_output(inputs: list[str], found: Inputs, output, config, output_form
         caught = next((job.output for job in jobs if _glob_matches(text, job.output)), None)
         if caught is not None:  # the same command run again would read it as an input
             raise ConfigError(f"the output {caught} would match the input glob {text}; choose another -o")
+    report = out_dir / config.metrics_output_file
+    if not report.resolve().is_relative_to(out_dir.resolve()) or report.resolve() == out_dir.resolve():
+        raise ConfigError(f"metrics.output_file must name a file inside the output folder {out_dir} "
+                          f"(it is {config.metrics_output_file!r})")
     return Layout(
-        jobs, out_dir / config.metrics_output_file, out_dir / "rejects.jsonl",
+        jobs, report, out_dir / "rejects.jsonl",
         out_dir / "summary_cache.sqlite", out_dir / ".trajcomp-work", found.skipped, out_dir,
     )
 
@@ -227,11 +232,12 @@ def _single_file(path: Path, output, config, output_format, shard) -> Layout:
     out_stem = _output_stem(out, output_format, folder=out_kind == HF)
     job = FileJob(path, out, path.name)
     _check_distinct([job], [path])
+    side = out_stem if _owns_stem(out, out_stem, split_suffix(out)[1]) else out.name
     return Layout(
         [job],
-        out.with_name(out_stem + "_metrics.json"),
-        out.with_name(out_stem + "_rejects.jsonl"),
-        out.with_name(out_stem + "_summary_cache.sqlite"),
+        out.with_name(side + "_metrics.json"),
+        out.with_name(side + "_rejects.jsonl"),
+        out.with_name(side + "_summary_cache.sqlite"),
         out.with_name(f".{out.name}.trajcomp-work"),
     )
 
@@ -255,6 +261,29 @@ def _output_stem(out: Path, output_format: str | None, folder: bool) -> str:
         raise ConfigError(f"--output-format {output_format.lstrip('.') if output_format == HF else output_format} "
                           f"contradicts the output name {out}")
     return out_stem
+
+
+def _owns_stem(out: Path, stem: str, suffix: str) -> bool:
+    """Whether the output's side files may keep today's names (o1_metrics.json for o1.parquet).
+
+    Not when another output of the same stem and another type (o1.jsonl.gz) is beside it or owns
+    the report already: then each output's side files carry its full name (o1.parquet_metrics.json),
+    so that neither run's report, rejects or cache replaces the other's.
+    """
+    report = out.with_name(stem + "_metrics.json")
+    if report.exists():
+        return out.name in _report_outputs(report)
+    others = [out.with_name(stem + s) for s in OUTPUT_SUFFIXES if s != suffix]
+    return not any(o.exists() or o.with_name(f".{o.name}.trajcomp-work").exists() for o in others)
+
+
+def _report_outputs(report: Path) -> set[str]:
+    """The file names of the outputs an existing report names (it sits beside them; none when unreadable)."""
+    try:
+        outputs = json.loads(report.read_text(encoding="utf-8"))["processing"]["outputs"]
+        return {Path(o).name for o in outputs}
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
 
 
 def _check_writable(folder: Path) -> None:

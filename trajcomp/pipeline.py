@@ -27,6 +27,7 @@ from .formats.jsonl import JSONL
 from .metrics import Aggregate, Outcome, RowMetrics
 from .paths import FileJob, Layout
 from .progress import Progress
+from .report import Processing, Report, TokenizerInfo, from_aggregate
 from .selection import Selection, Taker
 from .summarizers import make_summarizer
 
@@ -54,6 +55,8 @@ class RunOptions:
 class Written:
     row: dict[str, Any]
     metrics: RowMetrics
+    source: str  # where the row was read: names it among the report's worst rows
+    line: int
 
 
 @dataclass(frozen=True)
@@ -77,7 +80,7 @@ class Skipped:
 
 @dataclass
 class RunResult:
-    report: dict[str, Any]
+    report: Report
     aggregate: Aggregate = field(repr=False)
 
 
@@ -104,11 +107,11 @@ class _Part:
         if isinstance(result, Written):
             self._rows = self._rows or self.writer.open_part(self._path(self.writer.suffix), self.schema)
             self._rows.write(result.row)
-            self.aggregate.add(result.metrics)
+            self.aggregate.add(result.metrics, source=result.source, line=result.line)
         else:
             self._rejects = self._rejects or JSONL.open_part(self._path(".rejects.jsonl"))
             self._rejects.write(result.to_row())
-            self.aggregate.add_reject(result.reason, result.metrics)
+            self.aggregate.add_reject(result.reason, result.metrics, result.record.source, result.record.line)
 
     def _path(self, suffix: str) -> Path:
         return self.work.part(self.file_index, self.index, suffix)
@@ -192,6 +195,7 @@ class Runner:
         self.taker = Taker(options.selection)
         self.failures_in_a_row = 0
         self.streak_began = (0, 0)  # (file, part) where the current run of failures began
+        self.files_all_rejected: list[str] = []  # inputs none of whose rows could be written
 
     def fingerprint(self) -> dict[str, Any]:
         """What must not change between an interrupted run and its resume."""
@@ -225,7 +229,7 @@ class Runner:
             await self.compressor.close()
         aggregate = self.finish()
         report = self.build_report(aggregate, started, time.monotonic() - clock)
-        write_json(self.layout.report, report, indent=2)
+        write_json(self.layout.report, report.to_dict(), indent=2)
         self.work.remove()
         return RunResult(report, aggregate)
 
@@ -295,7 +299,7 @@ class Runner:
         result = await self.compressor.compress_row(record.row)
         if result.rejected:
             return Rejected(record, result.reason, result.detail, result.metrics)
-        return Written(result.row, result.metrics)
+        return Written(result.row, result.metrics, record.source, record.line)
 
     def _show(self, result: Written | Rejected | Skipped) -> None:
         if isinstance(result, Rejected):
@@ -309,10 +313,17 @@ class Runner:
         """The run's aggregate from every part's checkpoint, and the rejects file joined from the parts."""
         aggregate = Aggregate()
         rejects = []
-        for f in range(len(self.layout.files)):
+        self.files_all_rejected = []
+        for f, job in enumerate(self.layout.files):
+            written = rejected = 0
             for p, checkpoint in enumerate(self.work.checkpoints(f)):
-                aggregate.merge(checkpoint["aggregate"])
+                state = checkpoint["aggregate"]
+                written += len(state["before"])
+                rejected += sum(state["reject_reasons"].values())
+                aggregate.merge(state)
                 rejects.append(self.work.part(f, p, ".rejects.jsonl"))
+            if rejected and not written:  # a file that is not rows at all is almost always the wrong file
+                self.files_all_rejected.append(str(job.input))
         rejects = [r for r in rejects if r.exists()]
         # A rejects file exists exactly when rows were rejected: a stale one would mislead.
         if rejects:
@@ -321,36 +332,29 @@ class Runner:
             self.layout.rejects.unlink(missing_ok=True)
         return aggregate
 
-    def build_report(self, aggregate: Aggregate, started: datetime, seconds: float) -> dict[str, Any]:
-        sections = aggregate.sections()
-        rows = sections.pop("rows")
-        distribution = sections.pop("distribution")
-        handled = rows["read"] - self.resumed_rows
-        return {
-            **sections,
-            "summarization": {
-                "summarizer": self.config.summarizer,
-                "api_calls": aggregate.api_calls,
-                "errors": aggregate.errors,
-                **self.compressor.summarizer.run_stats(),
-            },
-            "processing": {
-                "trajcomp_version": __version__,
-                "started_at": started.isoformat(timespec="seconds"),
-                "duration_seconds": round(seconds, 3),
-                "rows_per_second": round(handled / seconds, 2) if seconds > 0 else 0.0,
-                "inputs": [str(j.input) for j in self.layout.files],
-                "outputs": [str(j.output) for j in self.layout.files],
-                "rejects_file": str(self.layout.rejects) if rows["rejected"] else None,
-                "skipped_files": [str(p) for p in self.layout.skipped],
-                "stray_files_in_output": [str(p) for p in self.layout.strays()],
-                "resumed": self.work.resumed,
-                "rows_from_checkpoint": self.resumed_rows,
-                "selection": self.options.selection.as_dict(),
-                "max_rows_running": self.max_running,
-            },
-            "rows": rows,
-            "distribution": distribution,
-            "tokenizer": vars(self.compressor.counter.info),
-            "config": self.config.to_sections(),
-        }
+    def build_report(self, aggregate: Aggregate, started: datetime, seconds: float) -> Report:
+        handled = aggregate.rows_read - self.resumed_rows
+        processing = Processing(
+            trajcomp_version=__version__,
+            started_at=started.isoformat(timespec="seconds"),
+            duration_seconds=round(seconds, 3),
+            rows_per_second=round(handled / seconds, 2) if seconds > 0 else 0.0,
+            inputs=[str(j.input) for j in self.layout.files],
+            outputs=[str(j.output) for j in self.layout.files],
+            rejects_file=str(self.layout.rejects) if aggregate.reject_reasons else None,
+            skipped_files=[str(p) for p in self.layout.skipped],
+            stray_files_in_output=[str(p) for p in self.layout.strays()],
+            files_all_rejected=self.files_all_rejected,
+            resumed=self.work.resumed,
+            rows_from_checkpoint=self.resumed_rows,
+            selection=self.options.selection.as_dict(),
+            max_rows_running=self.max_running,
+        )
+        return from_aggregate(
+            aggregate,
+            summarizer=self.config.summarizer,
+            summarizer_stats=self.compressor.summarizer.run_stats(),
+            processing=processing,
+            tokenizer=TokenizerInfo(**vars(self.compressor.counter.info)),
+            config=self.config.to_sections(),
+        )

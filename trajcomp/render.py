@@ -2,56 +2,64 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
-if TYPE_CHECKING:
-    from .compare import Comparison, Figure
+from .report import Comparison, DatasetStats, Figure, Report, _build, read_report
 
 
 def _n(value: float) -> str:
     return f"{value:,}" if isinstance(value, int) else f"{value:,.2f}"
 
 
-def render_report(report: dict[str, Any], report_path: str) -> str:
-    s, t, rows, p = report["summary"], report["tokens"], report["rows"], report["processing"]
-    d, outcomes, calls = report["distribution"], s["outcomes"], report["summarization"]
-    unchanged = {k: v for k, v in outcomes.items() if k not in ("compressed", "failed") and v}
-    sources = s["summaries_by_source"]
-    resumed = p["rows_from_checkpoint"]  # rows/s counts only the rows this run read
-    this_run = f", {_n(rows['read'] - resumed)} of them in this run:" if resumed else " in"
+def render_report(report: Report | dict[str, Any], report_path: str, page_path: str | None = None) -> str:
+    """The text report of a compress run (a report with every section: one this trajcomp wrote)."""
+    r = report if isinstance(report, Report) else read_report(report)
+    s, t, rows, p, d, calls = r.summary, r.tokens, r.rows, r.processing, r.distribution, r.summarization
+    unchanged = {k: v for k, v in s.outcomes.items() if k not in ("compressed", "failed") and v}
+    sources = s.summaries_by_source
+    resumed = p.rows_from_checkpoint  # rows/s counts only the rows this run read
+    this_run = f", {_n(rows.read - resumed)} of them in this run:" if resumed else " in"
     lines = [
-        f"trajcomp: {_n(rows['read'])} rows read{this_run} {p['duration_seconds']:.1f}s "
-        f"({_n(p['rows_per_second'])} rows/s)",
-        f"  compressed          {_n(s['trajectories_compressed'])}"
+        f"trajcomp: {_n(rows.read)} rows read{this_run} {p.duration_seconds:.1f}s ({_n(p.rows_per_second)} rows/s)",
+        f"  compressed          {_n(s.trajectories_compressed)}"
         # Say so when some summaries are not the chosen summarizer's (the on_failure fallback).
-        + (_reasons(sources) if set(sources) - {calls["summarizer"]} else ""),
+        + (_reasons(sources) if set(sources) - {calls.summarizer} else ""),
         f"  left unchanged      {_n(sum(unchanged.values()))}" + _reasons(unchanged),
-        f"  failed              {_n(s['trajectories_failed'])} (no summary could be had: written unchanged, flagged)",
-        f"  rejected            {_n(rows['rejected'])}" + _reasons(rows["reject_reasons"]),
-        f"  still over limit    {_n(s['trajectories_still_over_limit'])} (of the rows written)",
-        f"  tokens              {_n(t['total_original'])} -> {_n(t['total_compressed'])} "
-        f"(ratio {t['overall_compression_ratio']})",
-        f"  tokens per row p50  {_n(d['before']['p50'])} -> {_n(d['after']['p50'])}, "
-        f"max {_n(d['before']['max'])} -> {_n(d['after']['max'])}",
-        f"  summarizer          {calls['summarizer']}: {_count(calls['api_calls'], 'API call')}, "
-        f"{_count(calls['errors'], 'error')}"
+        f"  failed              {_n(s.trajectories_failed)} (no summary could be had: written unchanged, flagged)",
+        f"  rejected            {_n(rows.rejected)}" + _reasons(rows.reject_reasons),
+        f"  still over limit    {_n(s.trajectories_still_over_limit)} (of the rows written)"
+        + _cannot_fit(r),
+        f"  tokens              {_n(t.total_original)} -> {_n(t.total_compressed)} (ratio {t.overall_compression_ratio})",
+        f"  tokens per row p50  {_n(d.before.p50)} -> {_n(d.after.p50)}, max {_n(d.before.max)} -> {_n(d.after.max)}",
+        f"  summarizer          {calls.summarizer}: {_count(calls.api_calls, 'API call')}, "
+        f"{_count(calls.errors, 'error')}"
         # api_calls is what the summaries took, some maybe in earlier runs; http_requests is this run's.
-        + (f", {_count(calls['http_requests'], 'HTTP request')} by this run" if "http_requests" in calls else "")
-        + (f", {_count(calls['cache_hits'], 'summary')} from the cache" if calls.get("cache_hits") else ""),
+        + (f", {_count(calls.http_requests, 'HTTP request')} by this run" if calls.http_requests is not None else "")
+        + (f", {_count(calls.cache_hits, 'summary')} from the cache" if calls.cache_hits else ""),
         f"  report              {report_path}",
     ]
-    not_taken = {k: rows[k] for k in ("not_sampled", "other_shards") if rows[k]}
+    retention = r.identifier_retention
+    if retention is not None and retention.mean is not None:
+        lines.insert(-1, f"  identifiers kept    {retention.mean:.1%} on average (of {_count(retention.rows, 'compressed row')})")
+    if page_path is not None:
+        lines.append(f"  page                {page_path}")
+    not_taken = {k: getattr(rows, k) for k in ("not_sampled", "other_shards") if getattr(rows, k)}
     if not_taken:
         lines.insert(1, f"  not taken           {_n(sum(not_taken.values()))}" + _reasons(not_taken))
-    if p["rows_from_checkpoint"]:
-        lines.insert(1, f"  resumed             {_n(p['rows_from_checkpoint'])} rows were done before the interruption")
-    if p["rejects_file"]:
-        lines.append(f"  rejects             {p['rejects_file']}")
-    if p["skipped_files"]:
-        lines.append(f"  not data, skipped   {', '.join(p['skipped_files'])}")
-    if p.get("stray_files_in_output"):  # an earlier run's outputs: training on the folder would take them too
-        lines.append(f"  not from this run   {', '.join(p['stray_files_in_output'])} (in the output folder)")
+    if p.rows_from_checkpoint:
+        lines.insert(1, f"  resumed             {_n(p.rows_from_checkpoint)} rows were done before the interruption")
+    if p.rejects_file:
+        lines.append(f"  rejects             {p.rejects_file}")
+    if p.skipped_files:
+        lines.append(f"  not data, skipped   {', '.join(p.skipped_files)}")
+    if p.stray_files_in_output:  # an earlier run's outputs: training on the folder would take them too
+        lines.append(f"  not from this run   {', '.join(p.stray_files_in_output)} (in the output folder)")
     return "\n".join(lines)
+
+
+def _cannot_fit(r: Report) -> str:
+    cannot = (r.statuses or {}).get("cannot_fit", 0)
+    return f", {_n(cannot)} of them cannot fit" if cannot else ""
 
 
 def _count(n: int, noun: str) -> str:
@@ -63,19 +71,24 @@ def _reasons(reasons: dict[str, int]) -> str:
     return " (" + ", ".join(f"{k}: {v}" for k, v in reasons.items()) + ")" if reasons else ""
 
 
-def render_estimate(est: dict[str, Any]) -> str:
-    b, a = est["tokens_before"], est["tokens_after_estimate"]
+def _stats(st: DatasetStats | dict[str, Any]) -> DatasetStats:
+    return st if isinstance(st, DatasetStats) else _build(DatasetStats, st, "stats")
+
+
+def render_estimate(est: DatasetStats | dict[str, Any]) -> str:
+    est = _stats(est)
+    b, a = est.tokens_before, est.tokens_after_estimate
     return "\n".join(
         [
-            f"trajcomp (dry run): {_n(est['rows'])} rows, target {_n(est['target_max_tokens'])} tokens",
-            f"  over target             {_n(est['over_target'])}",
-            f"  would fit after         {_n(est['would_fit_after_compression'])}",
-            f"  would stay over target  {_n(est['would_stay_over_target'])}",
-            f"  summarizer calls        {_n(est['summarizer_calls_needed'])} "
-            f"(~{_n(est['summary_tokens_needed'])} summary tokens)",
-            f"  rejected                {_n(est['rows_rejected'])}" + _reasons(est["reject_reasons"]),
-            f"  tokens min/p50/p90/p99/max  {b['min']}/{b['p50']}/{b['p90']}/{b['p99']}/{b['max']}"
-            f" -> ~{a['min']}/{a['p50']}/{a['p90']}/{a['p99']}/{a['max']}",
+            f"trajcomp (dry run): {_n(est.rows)} rows, target {_n(est.target_max_tokens)} tokens",
+            f"  over target             {_n(est.over_target)}",
+            f"  would fit after         {_n(est.would_fit_after_compression)}",
+            f"  would stay over target  {_n(est.would_stay_over_target)}",
+            f"  summarizer calls        {_n(est.summarizer_calls_needed)} "
+            f"(~{_n(est.summary_tokens_needed)} summary tokens)",
+            f"  rejected                {_n(est.rows_rejected)}" + _reasons(est.reject_reasons),
+            f"  tokens min/p50/p90/p99/max  {b.min}/{b.p50}/{b.p90}/{b.p99}/{b.max}"
+            f" -> ~{a.min}/{a.p50}/{a.p90}/{a.p99}/{a.max}",
         ]
     )
 
@@ -93,43 +106,44 @@ def table(rows: list[list[str]], align: str = "", indent: str = "  ") -> list[st
     ]
 
 
-def render_stats(st: dict[str, Any]) -> str:
+def render_stats(st: DatasetStats | dict[str, Any]) -> str:
     """`trajcomp stats` as text: the length distribution, what a run would do, the rows of each file."""
-    files = st["files"]
+    st = _stats(st)
+    files = st.files
     lines = [
-        f"trajcomp stats: {_n(st['rows'])} rows in {_n(len(files))} file{'' if len(files) == 1 else 's'}, "
-        f"tokenizer {st['tokenizer']['name']}",
-        f"  target {_n(st['target_max_tokens'])} tokens per row, summaries of {_n(st['summary_target_tokens'])} "
-        f"tokens, last {st['protect_last_n_turns']} turns kept",
+        f"trajcomp stats: {_n(st.rows)} rows in {_n(len(files))} file{'' if len(files) == 1 else 's'}, "
+        f"tokenizer {st.tokenizer.name}",
+        f"  target {_n(st.target_max_tokens)} tokens per row, summaries of {_n(st.summary_target_tokens)} "
+        f"tokens, last {st.protect_last_n_turns} turns kept",
         "",
         *table([
             ["tokens per row", *PERCENTILES],
-            ["now", *(_n(st["tokens_before"][k]) for k in PERCENTILES)],
-            ["after (planned)", *(_n(st["tokens_after_estimate"][k]) for k in PERCENTILES)],
+            ["now", *(_n(getattr(st.tokens_before, k)) for k in PERCENTILES)],
+            ["after (planned)", *(_n(getattr(st.tokens_after_estimate, k)) for k in PERCENTILES)],
         ]),
         "",
         *table(_plan_rows(st), align="lrl"),
     ]
     if len(files) > 1:
-        rows = [[f["path"], _n(f["rows"]), _n(f["rejected"])] for f in files]
+        rows = [[f.path, _n(f.rows), _n(f.rejected)] for f in files]
         lines += ["", *table([["file", "rows", "rejected"], *rows])]
     return "\n".join(lines)
 
 
-def _plan_rows(st: dict[str, Any]) -> list[list[str]]:
-    d = st["decisions"]
+def _plan_rows(st: DatasetStats) -> list[list[str]]:
+    d = st.decisions
     # Why rows stay over: the planner found no region, or one too small, or even the summary is not enough.
     why = {
         "nothing to compress": d["nothing_to_compress"],
         "no net savings": d["no_net_savings"],
-        "still over after summary": st["would_stay_over_target"] - d["nothing_to_compress"] - d["no_net_savings"],
+        "still over after summary": st.would_stay_over_target - d["nothing_to_compress"] - d["no_net_savings"],
     }
     return [
-        ["rows over target", _n(st["over_target"]), ""],
-        ["  could be brought under", _n(st["would_fit_after_compression"]), ""],
-        ["  would stay over", _n(st["would_stay_over_target"]), _reasons({k: v for k, v in why.items() if v}).strip()],
-        ["summarizer calls needed", _n(st["summarizer_calls_needed"]), f"(~{_n(st['summary_tokens_needed'])} summary tokens)"],
-        ["rejected", _n(st["rows_rejected"]), _reasons(st["reject_reasons"]).strip()],
+        ["rows over target", _n(st.over_target), ""],
+        ["  could be brought under", _n(st.would_fit_after_compression), ""],
+        ["  would stay over", _n(st.would_stay_over_target), _reasons({k: v for k, v in why.items() if v}).strip()],
+        ["summarizer calls needed", _n(st.summarizer_calls_needed), f"(~{_n(st.summary_tokens_needed)} summary tokens)"],
+        ["rejected", _n(st.rows_rejected), _reasons(st.reject_reasons).strip()],
     ]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
@@ -16,6 +16,7 @@ from .tokens import TokenCounter, TokenizerLoadError
 
 if TYPE_CHECKING:
     from .paths import FileJob
+    from .report import DatasetStats, TokenizerInfo
 
 # Heavier modules (estimate -> compressor, summarizers) are imported inside the command, as in cli.py:
 # this module is imported on every `trajcomp` invocation.
@@ -39,7 +40,7 @@ def stats(
     replaced by a summary of exactly --summary-target-tokens tokens.
 
     JSON keys (--json):
-      inputs (the files read), tokenizer {name, class_name, vocab_size},
+      schema_version, inputs (the files read), tokenizer {name, class_name, vocab_size},
       target_max_tokens, summary_target_tokens, protect_last_n_turns,
       rows (valid rows), rows_rejected, reject_reasons {reason: rows},
       over_target, would_fit_after_compression, would_stay_over_target,
@@ -47,6 +48,8 @@ def stats(
                  no_net_savings, compress},
       summarizer_calls_needed, summary_tokens_needed,
       tokens_before, tokens_after_estimate {min, p50, p90, p99, max},
+      lengths {edges, before, after}: rows per token-length bin, now and
+        as planned (fixed bins, the same as a compress report's),
       files (one {path, rows, rejected} per input file).
     """
     try:
@@ -68,7 +71,7 @@ def stats(
     except InputError as exc:
         fail(str(exc), EXIT_FAILED)
     if as_json:
-        typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
+        typer.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:
         from .render import render_stats
 
@@ -93,25 +96,17 @@ def input_jobs(inputs: list[str]) -> list[FileJob]:
     return jobs
 
 
-def dataset_stats(jobs: list[FileJob], counter: TokenCounter, cfg) -> dict[str, Any]:
+def dataset_stats(jobs: list[FileJob], counter: TokenCounter, cfg) -> DatasetStats:
     """The figures of `trajcomp stats --json` (keys in the command's help)."""
     from .estimate import estimate
     from .planner import PlanParams
     from .selection import Selection
 
-    figures = estimate(jobs, Selection(), counter, PlanParams.from_config(cfg)).to_dict()
-    for key in ("rows_not_sampled", "rows_other_shards"):  # stats takes every row: always 0
-        figures.pop(key, None)
-    return headed(figures, jobs, counter, cfg)
+    planned = estimate(jobs, Selection(), counter, PlanParams.from_config(cfg), cfg.input_format)
+    return planned.to_stats([str(job.input) for job in jobs], tokenizer_info(counter))
 
 
-def headed(figures: dict[str, Any], jobs: list[FileJob], counter: TokenCounter, cfg) -> dict[str, Any]:
-    """Estimate figures after what they were computed from (shared by stats and --dry-run)."""
-    return {
-        "inputs": [str(job.input) for job in jobs],
-        "tokenizer": vars(counter.info),
-        "target_max_tokens": cfg.target_max_tokens,
-        "summary_target_tokens": cfg.summary_target_tokens,
-        "protect_last_n_turns": cfg.protect_last_n_turns,
-        **figures,
-    }
+def tokenizer_info(counter: TokenCounter) -> TokenizerInfo:
+    from .report import TokenizerInfo
+
+    return TokenizerInfo(**vars(counter.info))
