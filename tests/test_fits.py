@@ -311,7 +311,7 @@ def test_overshooting_summaries_are_asked_again_until_rows_fit(tmp_path):
     before = [r["compression_metrics"] for r in one_pass]
     after = [r["compression_metrics"] for r in passes]
     # One pass: the overshoot leaves rows over that could fit; with passes they fit.
-    could_fit = [i for i, m in enumerate(before) if m["still_over_limit"] and not m["cannot_fit"]]
+    could_fit = [i for i, m in enumerate(before) if m["still_over_limit"] and not after[i]["cannot_fit"]]
     assert could_fit
     for i in could_fit:
         assert not after[i]["still_over_limit"] and after[i]["passes"] >= 2, after[i]
