@@ -87,6 +87,14 @@ def compress(
     dry_run: bool = typer.Option(False, "--dry-run", help="Read, count and plan only: no summaries, nothing written."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no text report."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
+    engine: str = typer.Option(
+        "local", help="local (this machine; resumable) or ray (Ray Data across a cluster; needs trajcomp[ray])."
+    ),
+    ray_address: Optional[str] = typer.Option(
+        None, help="With --engine ray: the cluster to join (HEAD:6379, or auto); default: a Ray instance of this machine."
+    ),
+    ray_concurrency: int = typer.Option(2, help="With --engine ray: actors compressing rows, each with its own tokenizer "
+                                                "and summarizer session.", min=1),
 ) -> None:
     """Compress every row over the token budget; write rows, a metrics report and any rejects.
 
@@ -120,18 +128,34 @@ def compress(
         if shard_index >= num_shards:
             raise ConfigError(f"--shard-index must be below --num-shards ({shard_index} >= {num_shards})")
         shard = (shard_index, num_shards) if num_shards > 1 else None
-        layout = resolve(inputs, output, cfg, _dotted(output_format), shard)
-        options = RunOptions(
-            Selection(sample_percent, seed, num_shards, shard_index, limit),
-            quiet or as_json, checkpoint_rows, restart,
-        )
+        selection = Selection(sample_percent, seed, num_shards, shard_index, limit)
+        on_ray = _on_ray(engine, dry_run, selection, restart)
+        if not on_ray:
+            layout = resolve(inputs, output, cfg, _dotted(output_format), shard)
+            options = RunOptions(selection, quiet or as_json, checkpoint_rows, restart)
         counter = TokenCounter(cfg.tokenizer_name, cfg.trust_remote_code)
     except (ConfigError, TokenizerLoadError) as exc:
         fail(str(exc))
+    if on_ray:
+        _compress_ray(inputs, output, _dotted(output_format), cfg, counter, ray_address, ray_concurrency, quiet, as_json)
+        return
     if dry_run:
         _dry_run(layout, options, counter, cfg, quiet, as_json)
         return
     _compress(layout, options, counter, cfg, quiet, as_json)
+
+
+def _on_ray(engine: str, dry_run: bool, selection, restart: bool) -> bool:
+    """Whether this run goes to Ray (a dry run never summarizes: it stays local); flags Ray cannot honour are errors."""
+    from .selection import Selection
+
+    if engine not in ("local", "ray"):
+        raise ConfigError(f"--engine must be local or ray, got {engine!r}")
+    if engine == "local" or dry_run:
+        return False
+    if selection.as_dict() != Selection().as_dict() or restart:
+        raise ConfigError("--engine ray takes no --sample-percent, --seed, --num-shards, --shard-index, --limit or --restart")
+    return True
 
 
 def _dotted(suffix: str | None) -> str | None:
@@ -160,7 +184,6 @@ def _dry_run(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None:
 
 def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None:
     from .pipeline import Runner, SummarizerDown, build_compressor
-    from .render import render_report
     from .formats.base import InputError
     from .summarizers.http import PreflightError
 
@@ -181,15 +204,38 @@ def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None
             "Run the same command again to resume.", err=True,
         )
         raise typer.Exit(EXIT_TERMINATED if isinstance(exc, _Terminated) else EXIT_INTERRUPTED)
+    cached = ": summaries already made come from the cache" if cfg.cache else ""
+    _finish(result.report, layout.report, quiet, as_json, f"run the same command again to retry them{cached}")
+
+
+def _finish(report: dict, report_path: Path, quiet: bool, as_json: bool, retry: str) -> None:
+    """Print the report; exit 3 when some rows' summaries could not be had."""
+    from .render import render_report
+
     if as_json:
-        typer.echo(json.dumps(result.report, indent=2, ensure_ascii=False))
+        typer.echo(json.dumps(report, indent=2, ensure_ascii=False))
     elif not quiet:
-        typer.echo(render_report(result.report, str(layout.report)))
-    failed = result.report["summary"]["trajectories_failed"] + result.report["rows"]["reject_reasons"].get("summary_failed", 0)
+        typer.echo(render_report(report, str(report_path)))
+    failed = report["summary"]["trajectories_failed"] + report["rows"]["reject_reasons"].get("summary_failed", 0)
     if failed:
-        cached = ": summaries already made come from the cache" if cfg.cache else ""
-        fail(f"{failed} rows could not be summarized (see the report); run the same command again to retry "
-             f"them{cached}", EXIT_ROWS_FAILED)
+        fail(f"{failed} rows could not be summarized (see the report); {retry}", EXIT_ROWS_FAILED)
+
+
+def _compress_ray(inputs, output, output_format, cfg, counter, address, concurrency, quiet: bool, as_json: bool) -> None:
+    try:
+        from . import ray as engine
+    except ImportError as exc:
+        fail(f"--engine ray needs Ray: pip install 'trajcomp[ray]' ({exc})")
+    try:
+        report, paths = engine.compress_files(
+            inputs, output, cfg, output_format=output_format, address=address, concurrency=concurrency,
+            quiet=quiet or as_json, tokenizer=vars(counter.info),
+        )
+    except ConfigError as exc:
+        fail(str(exc))
+    except engine.RayRunError as exc:
+        fail(str(exc), EXIT_FAILED)
+    _finish(report, paths.report, quiet, as_json, "rerun into a new output to retry them")
 
 
 class _Terminated(Exception):
