@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import logging
 import os
 import pickle
 import shutil
@@ -121,9 +122,7 @@ class _Records(_Actor):
         records = self.records(batch)
         results = iter(self.compress([r.row for r in records if r.error is None]))
         out = [Rejected(r, r.error.reason, r.error.detail) if r.error else _routed(r, next(results)) for r in records]
-        return pa.table({
-            FILE: batch[FILE], LINE: batch[LINE], RESULT: pa.array([pickle.dumps(o) for o in out], pa.binary()),
-        })
+        return pa.table({FILE: batch[FILE], LINE: batch[LINE], RESULT: pa.array(map(_shipped, out), pa.binary())})
 
     def records(self, batch: pa.Table) -> list[Record]:
         """The batch's rows as the local engine reads them: JSONL lines parsed here, Parquet rows as they are."""
@@ -138,6 +137,21 @@ def _routed(record: Record, result: RowResult) -> Written | Rejected:
     if result.rejected:
         return Rejected(record, result.reason, result.detail, result.metrics)
     return Written(result.row, result.metrics)
+
+
+@dataclass(frozen=True)
+class _Reject:
+    """A rejected row as a write task needs it (a Record's RowError does not pickle)."""
+
+    row: dict[str, Any]  # the rejects file's row
+    reason: str
+    metrics: Any
+
+
+def _shipped(result: Written | Rejected) -> bytes:
+    if isinstance(result, Rejected):
+        result = _Reject(result.to_row(), result.reason, result.metrics)
+    return pickle.dumps(result)
 
 
 def _map(ds: "ray.data.Dataset", udf: type, args: tuple, concurrency: int, batch_size: int) -> "ray.data.Dataset":
@@ -246,7 +260,7 @@ class _Parts(Datasink):
                         part.write(result.row)
                         aggregate.add(result.metrics)
                     else:
-                        rejects.append(result.to_row())
+                        rejects.append(result.row)
                         aggregate.add_reject(result.reason, result.metrics)
         except BaseException:
             if part is not None:
@@ -339,9 +353,12 @@ def compress_files(
 ) -> tuple[dict[str, Any], RayPaths]:
     """`trajcomp compress --engine ray`: rows and rejects written, the report written and returned."""
     paths = ray_paths(inputs, output, config, output_format)
+    config = config.replace(cache=False)  # actors on many machines share no SQLite file; the report says so
     started, clock = datetime.now(timezone.utc), time.monotonic()
     if not ray.is_initialized():
-        ray.init(address=address, log_to_driver=not quiet, configure_logging=not quiet)
+        ray.init(address=address, log_to_driver=not quiet, logging_level=logging.WARNING if quiet else logging.INFO)
+    if quiet:  # Ray Data reports every stage on stderr
+        logging.getLogger("ray.data").setLevel(logging.WARNING)
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = not quiet
     context.execution_options.preserve_order = not paths.folder  # one file: rows in input order
@@ -368,7 +385,7 @@ def _cause(exc: BaseException) -> str:
     while getattr(exc, "cause", None) is not None and exc.cause is not exc:
         exc = exc.cause
     lines = [line for line in str(exc).splitlines() if line.strip()]
-    return f"{type(exc).__name__}: {lines[-1] if lines else ''}"
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"
 
 
 def _place(parts: list[_Part], paths: RayPaths) -> Aggregate:
