@@ -222,6 +222,8 @@ def _finish(report: dict, report_path: Path, quiet: bool, as_json: bool, retry: 
 
 
 def _compress_ray(inputs, output, output_format, cfg, counter, address, concurrency, quiet: bool, as_json: bool) -> None:
+    from .summarizers.http import PreflightError
+
     try:
         from . import ray as engine
     except ImportError as exc:
@@ -229,11 +231,11 @@ def _compress_ray(inputs, output, output_format, cfg, counter, address, concurre
     try:
         report, paths = engine.compress_files(
             inputs, output, cfg, output_format=output_format, address=address, concurrency=concurrency,
-            quiet=quiet or as_json, tokenizer=vars(counter.info),
+            quiet=quiet or as_json, counter=counter,
         )
     except ConfigError as exc:
         fail(str(exc))
-    except engine.RayRunError as exc:
+    except (PreflightError, engine.RayRunError) as exc:
         fail(str(exc), EXIT_FAILED)
     _finish(report, paths.report, quiet, as_json, "rerun into a new output to retry them")
 

@@ -13,6 +13,7 @@ import io
 import logging
 import os
 import pickle
+import re
 import shutil
 import time
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from .formats.parquet import BATCH_SIZE, METRICS_TYPE, to_table
 from .metrics import Aggregate
 from .paths import expand_inputs
 from .pipeline import Rejected, Written
+from .tokens import TokenCounter
 
 SUFFIXES = (".jsonl", ".parquet")  # what Ray reads and writes here
 ACTOR_CPUS = 0.5  # a whole CPU per actor starves Ray's read and write tasks on small machines: the run hangs
@@ -56,11 +58,21 @@ FILE, LINE, RAW, RESULT = "__trajcomp_file", "__trajcomp_line", "__trajcomp_raw"
 
 def as_config(config: CompressionConfig | Mapping[str, Any] | str | os.PathLike) -> CompressionConfig:
     """A CompressionConfig from itself, a mapping in the YAML's section layout, or a YAML file's path."""
-    if isinstance(config, CompressionConfig):
-        return config
     if isinstance(config, Mapping):
-        return CompressionConfig(**fields_from_mapping(dict(config), "config"))
-    return load_config(config)
+        config = CompressionConfig(**fields_from_mapping(dict(config), "config"))
+    elif not isinstance(config, CompressionConfig):
+        config = load_config(config)
+    return _absolute(config)
+
+
+def _absolute(config: CompressionConfig) -> CompressionConfig:
+    """Local paths made absolute: Ray's workers do not run in the driver's working directory."""
+    changes = {}
+    for name in ("tokenizer_name", "prompt_file"):
+        value = getattr(config, name)
+        if value and Path(value).exists():
+            changes[name] = str(Path(value).resolve())
+    return config.replace(**changes)
 
 
 # ---- the actors ---------------------------------------------------------------------------------
@@ -349,11 +361,13 @@ def compress_files(
     address: str | None = None,
     concurrency: int = 2,
     quiet: bool = False,
-    tokenizer: dict[str, Any] | None = None,
+    counter: TokenCounter | None = None,
 ) -> tuple[dict[str, Any], RayPaths]:
     """`trajcomp compress --engine ray`: rows and rejects written, the report written and returned."""
     paths = ray_paths(inputs, output, config, output_format)
-    config = config.replace(cache=False)  # actors on many machines share no SQLite file; the report says so
+    config = _absolute(config).replace(cache=False)  # actors on many machines share no SQLite file: the report says so
+    counter = counter or TokenCounter(config.tokenizer_name, config.trust_remote_code)
+    asyncio.run(_preflight(TrajectoryCompressor(config, counter)))  # a dead endpoint: one line, before Ray starts
     started, clock = datetime.now(timezone.utc), time.monotonic()
     if not ray.is_initialized():
         ray.init(address=address, log_to_driver=not quiet, logging_level=logging.WARNING if quiet else logging.INFO)
@@ -375,17 +389,25 @@ def compress_files(
         aggregate = _place(sink.parts, paths)
     finally:
         shutil.rmtree(paths.staging, ignore_errors=True)
-    report = _report(aggregate, paths, config, tokenizer or {}, started, time.monotonic() - clock, concurrency)
+    report = _report(aggregate, paths, config, vars(counter.info), started, time.monotonic() - clock, concurrency)
     write_json(paths.report, report, indent=2)
     return report, paths
 
 
+async def _preflight(compressor: TrajectoryCompressor) -> None:
+    try:
+        await compressor.start()
+    finally:
+        await compressor.close()
+
+
 def _cause(exc: BaseException) -> str:
-    """The first error a Ray failure wraps, on one line (Ray's own message adds a remote traceback)."""
+    """The error a Ray failure wraps, on one line (Ray's own message adds remote tracebacks and advice)."""
     while getattr(exc, "cause", None) is not None and exc.cause is not exc:
         exc = exc.cause
-    lines = [line for line in str(exc).splitlines() if line.strip()]
-    return f"{type(exc).__name__}: {lines[0] if lines else ''}"
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    raised = [line for line in lines if re.match(r"[\w.]+(Error|Exception): ", line)]
+    return raised[-1] if raised else f"{type(exc).__name__}: {lines[0] if lines else ''}"
 
 
 def _place(parts: list[_Part], paths: RayPaths) -> Aggregate:
