@@ -19,6 +19,8 @@ import pytest
 import ray
 
 from conftest import ROOT, SAMPLES, read_jsonl, run_cli, write_jsonl
+from openai_server import ServerThread
+from test_openai_summarizer import MODEL, NO_KEY_ENV, SUMMARY_TARGET, TARGET, hermes_rows
 from trajcomp.compressor import TrajectoryCompressor
 from trajcomp.config import load_config
 import trajcomp.ray as trajcomp_ray
@@ -118,6 +120,26 @@ def test_parquet_file_and_folder_equal_the_local_engine(cluster, tmp_path):
     got = pa.concat_tables(tables).to_pylist()
     assert sorted(got, key=lambda r: r["id"]) == sorted(expected.to_pylist(), key=lambda r: r["id"])
     _same_report(parts, local)
+
+
+def test_openai_summaries_from_each_actors_session_equal_the_local_engine(cluster, bpe_tokenizer, tmp_path):
+    src = write_jsonl(tmp_path / "in.jsonl", hermes_rows(3, 1))
+    args = ("--tokenizer", str(bpe_tokenizer), "--target-max-tokens", str(TARGET), "--summary-target-tokens",
+            str(SUMMARY_TARGET), "--summarizer", "openai", "--model", MODEL, "--api-key-env", NO_KEY_ENV)
+    with ServerThread() as server:
+        local = run_cli("compress", str(src), "-o", str(tmp_path / "local.jsonl"), "--no-cache", "-q",
+                        "--base-url", server.base_url, *args)
+        assert local.code == 0, local.stderr
+        server.reset()
+        one = run_cli("compress", str(src), "-o", str(tmp_path / "one.jsonl"), "--engine", "ray", "--json",
+                      "--ray-address", cluster, "--base-url", server.base_url, *args, timeout=240)
+        assert one.code == 0, one.stderr
+        stats = server.stats
+    assert (tmp_path / "one.jsonl").read_bytes() == (tmp_path / "local.jsonl").read_bytes()
+    report = json.loads(one.stdout)
+    _same_report(report, json.loads((tmp_path / "local_metrics.json").read_text()))
+    assert report["summarization"]["api_calls"] == stats.requests == 3
+    assert stats.models_requests == 1 + 2  # the driver's preflight, then one session per actor, opened once
 
 
 async def _core(config, rows):
