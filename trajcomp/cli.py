@@ -95,6 +95,14 @@ def compress(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no text report."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
     html: bool = typer.Option(False, "--html", help="Also write the report as an HTML page beside it (<report>.html)."),
+    engine: str = typer.Option(
+        "local", help="local (this machine; resumable) or ray (Ray Data across a cluster; needs trajcomp[ray])."
+    ),
+    ray_address: Optional[str] = typer.Option(
+        None, help="With --engine ray: the cluster to join (HEAD:6379, or auto); default: a Ray instance of this machine."
+    ),
+    ray_concurrency: int = typer.Option(2, help="With --engine ray: actors compressing rows, each with its own tokenizer "
+                                                "and summarizer session.", min=1),
 ) -> None:
     """Compress every row over the token budget; write rows, a metrics report and any rejects.
 
@@ -131,18 +139,35 @@ def compress(
         if shard_index >= num_shards:
             raise ConfigError(f"--shard-index must be below --num-shards ({shard_index} >= {num_shards})")
         shard = (shard_index, num_shards) if num_shards > 1 else None
-        layout = resolve(inputs, output, cfg, _dotted(output_format), shard)
-        options = RunOptions(
-            Selection(sample_percent, seed, num_shards, shard_index, limit),
-            quiet or as_json, checkpoint_rows, restart,
-        )
+        selection = Selection(sample_percent, seed, num_shards, shard_index, limit)
+        on_ray = _on_ray(engine, dry_run, selection, restart)
+        if not on_ray:
+            layout = resolve(inputs, output, cfg, _dotted(output_format), shard)
+            options = RunOptions(selection, quiet or as_json, checkpoint_rows, restart)
         counter = TokenCounter.for_config(cfg)
     except (ConfigError, TokenizerLoadError) as exc:
         fail(str(exc))
+    if on_ray:
+        _compress_ray(inputs, output, _dotted(output_format), cfg, counter, ray_address, ray_concurrency, quiet, as_json,
+                      html)
+        return
     if dry_run:
         _dry_run(layout, options, counter, cfg, quiet, as_json)
         return
     _compress(layout, options, counter, cfg, quiet, as_json, html)
+
+
+def _on_ray(engine: str, dry_run: bool, selection, restart: bool) -> bool:
+    """Whether this run goes to Ray (a dry run never summarizes: it stays local); flags Ray cannot honour are errors."""
+    from .selection import Selection
+
+    if engine not in ("local", "ray"):
+        raise ConfigError(f"--engine must be local or ray, got {engine!r}")
+    if engine == "local" or dry_run:
+        return False
+    if selection.as_dict() != Selection().as_dict() or restart:
+        raise ConfigError("--engine ray takes no --sample-percent, --seed, --num-shards, --shard-index, --limit or --restart")
+    return True
 
 
 def _dotted(suffix: str | None) -> str | None:
@@ -171,7 +196,6 @@ def _dry_run(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None:
 
 def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool, html: bool) -> None:
     from .pipeline import Runner, SummarizerDown, build_compressor
-    from .render import render_report
     from .formats.base import InputError
     from .summarizers.http import PreflightError
 
@@ -192,8 +216,16 @@ def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool, html: b
             "Run the same command again to resume.", err=True,
         )
         raise typer.Exit(EXIT_TERMINATED if isinstance(exc, _Terminated) else EXIT_INTERRUPTED)
-    report = result.report
-    page = layout.report.with_suffix(".html") if html else None
+    cached = ": summaries already made come from the cache" if cfg.cache else ""
+    _finish(result.report, layout.report, quiet, as_json, html, f"run the same command again to retry them{cached}")
+
+
+def _finish(report, report_path: Path, quiet: bool, as_json: bool, html: bool, retry: str) -> None:
+    """Write the page if asked, print the report; exit 1 when a whole file was rejected, 3 when some rows'
+    summaries could not be had."""
+    from .render import render_report
+
+    page = report_path.with_suffix(".html") if html else None
     if page is not None:
         from .page import report_page, write_page
 
@@ -201,15 +233,33 @@ def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool, html: b
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     elif not quiet:
-        typer.echo(render_report(report, str(layout.report), page and str(page)))
+        typer.echo(render_report(report, str(report_path), page and str(page)))
     if report.processing.files_all_rejected:
         fail(f"every row of {', '.join(report.processing.files_all_rejected)} was rejected (is it the right "
              f"file?); the reasons are in {report.processing.rejects_file}", EXIT_FAILED)
     failed = report.summary.trajectories_failed + report.rows.reject_reasons.get("summary_failed", 0)
     if failed:
-        cached = ": summaries already made come from the cache" if cfg.cache else ""
-        fail(f"{failed} rows could not be summarized (see the report); run the same command again to retry "
-             f"them{cached}", EXIT_ROWS_FAILED)
+        fail(f"{failed} rows could not be summarized (see the report); {retry}", EXIT_ROWS_FAILED)
+
+
+def _compress_ray(inputs, output, output_format, cfg, counter, address, concurrency, quiet: bool, as_json: bool,
+                  html: bool) -> None:
+    from .summarizers.http import PreflightError
+
+    try:
+        from . import ray as engine
+    except ImportError as exc:
+        fail(f"--engine ray needs Ray: pip install 'trajcomp[ray]' ({exc})")
+    try:
+        report, paths = engine.compress_files(
+            inputs, output, cfg, output_format=output_format, address=address, concurrency=concurrency,
+            quiet=quiet or as_json, counter=counter,
+        )
+    except ConfigError as exc:
+        fail(str(exc))
+    except (PreflightError, engine.RayRunError) as exc:
+        fail(str(exc), EXIT_FAILED)
+    _finish(report, paths.report, quiet, as_json, html, "rerun into a new output to retry them")
 
 
 class _Terminated(Exception):

@@ -73,6 +73,13 @@ class Rejected:
         return {**row, "raw": self.record.raw_text()}
 
 
+def routed(record: Record, result) -> Written | Rejected:
+    """The core's result for a record, as an engine writes it: into the output or the rejects file."""
+    if result.rejected:
+        return Rejected(record, result.reason, result.detail, result.metrics)
+    return Written(result.row, result.metrics, record.source, record.line)
+
+
 @dataclass(frozen=True)
 class Skipped:
     reason: str  # not_sampled | other_shards
@@ -296,10 +303,7 @@ class Runner:
             return Skipped(verdict)
         if record.error is not None:
             return Rejected(record, record.error.reason, record.error.detail)
-        result = await self.compressor.compress_row(record.row)
-        if result.rejected:
-            return Rejected(record, result.reason, result.detail, result.metrics)
-        return Written(result.row, result.metrics, record.source, record.line)
+        return routed(record, await self.compressor.compress_row(record.row))
 
     def _show(self, result: Written | Rejected | Skipped) -> None:
         if isinstance(result, Rejected):
