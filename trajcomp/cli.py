@@ -145,10 +145,11 @@ def _dry_run(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None:
     from .formats.base import InputError
     from .planner import PlanParams
     from .render import render_estimate
+    from .rows import RowSchema
     from .stats import headed
 
     try:
-        planned = estimate(layout.files, options.selection, counter, PlanParams.from_config(cfg), cfg.input_format)
+        planned = estimate(layout.files, options.selection, counter, PlanParams.from_config(cfg), RowSchema.from_config(cfg))
     except InputError as exc:
         fail(str(exc), EXIT_FAILED)
     result = headed(planned.to_dict(), layout.files, counter, cfg)

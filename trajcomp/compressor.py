@@ -7,13 +7,13 @@ Counting, planning, summarizing and assembly happen here and nowhere else; the e
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 from .config import CompressionConfig
 from .metrics import Outcome, RowMetrics
 from .planner import Decision, Plan, PlanParams, plan
-from .rows import SHAREGPT, RowError, Turn, adapter_for
+from .rows import SHAREGPT, RowError, RowSchema, Turn
 from .summarizers import SUMMARY_PREFIX, Summarizer, Summary, SummaryError, SummaryRequest, make_summarizer
 from .summarizers.base import with_prefix
 from .tokens import TokenCounter
@@ -66,6 +66,7 @@ class TrajectoryCompressor:
         if config.on_failure == "extractive" and self.summarizer.name != "extractive":
             self.fallback = make_summarizer("extractive", config, self.counter)
         self.params = PlanParams.from_config(config)
+        self.schema = RowSchema.from_config(config)
         prefix_tokens = self.counter.count([SUMMARY_PREFIX + " "])[0]
         self._body_budget = max(1, config.summary_target_tokens - prefix_tokens)
 
@@ -89,7 +90,7 @@ class TrajectoryCompressor:
     async def compress_row(self, row: Any) -> RowResult:
         """The output row (input fields kept, turns compressed) or a rejection; the input is never mutated."""
         try:
-            adapter = adapter_for(row, self.config.input_format)
+            adapter = self.schema.adapter(row)
             native = adapter.native_turns(row)
         except RowError as exc:
             return RowResult.reject(exc.reason, exc.detail)
@@ -108,13 +109,13 @@ class TrajectoryCompressor:
 
     async def compress_trajectory(self, turns: list[dict[str, str]]) -> tuple[list[dict[str, str]], RowMetrics]:
         """Compress ShareGPT turns (`[{"from", "value"}, ...]`); the input is never mutated."""
-        return await self.compress_turns(turns, SHAREGPT)
+        return await self.compress_turns(turns, SHAREGPT.bind({SHAREGPT.key: turns}, self.schema))
 
     async def compress_turns(self, native: list[dict[str, Any]], fmt=SHAREGPT) -> tuple[list[dict[str, Any]], RowMetrics]:
         """Compress validated turns of any row format (see rows.py); the input is never mutated."""
         turns = fmt.turns(native)
         counts = await self.counter.acount([t.text for t in turns])
-        p = plan([t.role for t in turns], counts, self.params)
+        p = plan([t.role for t in turns], counts, replace(self.params, alternation=fmt.alternation))
         if p.decision is not Decision.COMPRESS:
             region = (p.start, p.end) if p.decision is Decision.NO_NET_SAVINGS else None
             return native, self._unchanged(_UNCHANGED[p.decision], p.total_tokens, len(native), region)

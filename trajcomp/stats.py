@@ -97,9 +97,10 @@ def dataset_stats(jobs: list[FileJob], counter: TokenCounter, cfg) -> dict[str, 
     """The figures of `trajcomp stats --json` (keys in the command's help)."""
     from .estimate import estimate
     from .planner import PlanParams
+    from .rows import RowSchema
     from .selection import Selection
 
-    figures = estimate(jobs, Selection(), counter, PlanParams.from_config(cfg)).to_dict()
+    figures = estimate(jobs, Selection(), counter, PlanParams.from_config(cfg), RowSchema.from_config(cfg)).to_dict()
     for key in ("rows_not_sampled", "rows_other_shards"):  # stats takes every row: always 0
         figures.pop(key, None)
     return headed(figures, jobs, counter, cfg)
