@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ import pytest
 from conftest import read_jsonl, run_cli, write_jsonl
 
 from trajcomp.compressor import TrajectoryCompressor
-from trajcomp.config import load_config
+from trajcomp.config import ConfigError, load_config
 from trajcomp.tokens import TokenCounter
 
 TARGET, SUMMARY = "1500", "150"
@@ -84,6 +85,28 @@ def config_file(tmp_path: Path, text: str) -> Path:
     return path
 
 
+_COUNTERS: dict[str, TokenCounter] = {}
+
+
+def compressor_for(tok: Path, **overrides) -> TrajectoryCompressor:
+    """A row core with the CLI tests' budgets and `overrides`; one tokenizer load per test session."""
+    if str(tok) not in _COUNTERS:
+        _COUNTERS[str(tok)] = TokenCounter(str(tok))
+    config = load_config(None, tokenizer_name=str(tok), target_max_tokens=int(TARGET),
+                         summary_target_tokens=int(SUMMARY), **overrides)
+    return TrajectoryCompressor(config, counter=_COUNTERS[str(tok)])
+
+
+def core(tok: Path, rows: list[dict], **overrides) -> list:
+    """The rows through the row core (in process)."""
+
+    async def compress():
+        async with compressor_for(tok, **overrides) as compressor:
+            return await compressor.compress_rows(rows)
+
+    return asyncio.run(compress())
+
+
 def summary_turn(turns: list[dict], key: str = "from", text: str = "value") -> dict:
     found = [t for t in turns if t[text].startswith("[CONTEXT SUMMARY]:")]
     assert len(found) == 1
@@ -116,44 +139,33 @@ def test_llamafactory_rows_keep_their_names_and_alternation(tmp_path, bpe_tokeni
         assert turns[-1] == before["conversations"][-1]
 
 
-def test_dialect_hermes_turns_the_alternation_off(tmp_path, bpe_tokenizer):
+def test_dialect_hermes_turns_the_alternation_off(bpe_tokenizer):
     """The same rows under `input.dialect: hermes` are planned by Hermes' rules, which break it."""
-    src = write_json_array(tmp_path / "rows.json", [llamafactory_row(0)])
-    out = tmp_path / "out.json"
-    result = run_cli(*args(src, out, bpe_tokenizer), "-c", str(config_file(tmp_path, "input:\n  dialect: hermes\n")))
-    assert result.code == 0, result.stderr
-    turns = json.loads(out.read_text())[0]["conversations"]
+    (result,) = core(bpe_tokenizer, [llamafactory_row(0)], input_dialect="hermes")
+    turns = result.row["conversations"]
     at = turns.index(summary_turn(turns))
     assert turns[at - 1]["from"] == "observation"  # Hermes keeps a call with its answer ...
     assert not follows_alternation(turns)  # ... and so puts the summary on the gpt side
 
 
-def test_dialect_llamafactory_applies_to_rows_without_its_names(tmp_path, bpe_tokenizer):
+def test_dialect_llamafactory_applies_to_rows_without_its_names(bpe_tokenizer):
     """`input.dialect: llamafactory` keeps the rule in rows named human/gpt only (plain Hermes would not)."""
     conv = llamafactory_row(0)["conversations"]
     renamed = [{**t, "from": {"function_call": "gpt", "observation": "tool"}.get(t["from"], t["from"])} for t in conv]
-    src = write_jsonl(tmp_path / "rows.jsonl", [{"conversations": renamed}])
     for dialect, alternates in (("auto", False), ("llamafactory", True)):
-        out = tmp_path / f"out_{dialect}.jsonl"
-        cfg = config_file(tmp_path, f"input:\n  dialect: {dialect}\n")
-        result = run_cli(*args(src, out, bpe_tokenizer), "-c", str(cfg))
-        assert result.code == 0, result.stderr
-        row = read_jsonl(out)[0]
-        assert row["compression_metrics"]["outcome"] == "compressed"
-        assert follows_alternation(row["conversations"]) is alternates
+        (result,) = core(bpe_tokenizer, [{"conversations": renamed}], input_dialect=dialect)
+        assert result.metrics.was_compressed
+        assert follows_alternation(result.row["conversations"]) is alternates
 
 
-def test_a_llamafactory_row_that_does_not_alternate_gets_hermes_rules(tmp_path, bpe_tokenizer):
+def test_a_llamafactory_row_that_does_not_alternate_gets_hermes_rules(bpe_tokenizer):
     row = llamafactory_row(0)
     conv = row["conversations"]
     conv.insert(3, {"from": "observation", "value": observation(0, 99)})  # two observations in a row
     assert not follows_alternation(conv)
-    src = write_jsonl(tmp_path / "rows.jsonl", [row])
-    out = tmp_path / "out.jsonl"
-    assert run_cli(*args(src, out, bpe_tokenizer)).code == 0
-    written = read_jsonl(out)[0]
-    assert written["compression_metrics"]["outcome"] == "compressed"
-    turns = written["conversations"]
+    (result,) = core(bpe_tokenizer, [row])
+    assert result.metrics.was_compressed
+    turns = result.row["conversations"]
     assert turns[turns.index(summary_turn(turns)) - 1]["from"] == "observation"  # calls kept with answers
 
 
@@ -187,12 +199,9 @@ def test_a_row_no_region_of_which_keeps_the_rule_is_left_as_it_was(tmp_path, bpe
     (row,) = read_jsonl(out)
     assert row["conversations"] == conv
     assert row["compression_metrics"]["outcome"] == "nothing_to_compress"
-    hermes = tmp_path / "hermes.jsonl"
-    cfg = config_file(tmp_path, "input:\n  dialect: hermes\n")
-    assert run_cli(*args(src, hermes, bpe_tokenizer), *tail, "-c", str(cfg)).code == 0
-    (broken,) = read_jsonl(hermes)
-    assert broken["compression_metrics"]["outcome"] == "compressed"
-    assert not follows_alternation(broken["conversations"])
+    (hermes,) = core(bpe_tokenizer, [{"conversations": conv}], protect_last_n_turns=2, input_dialect="hermes")
+    assert hermes.metrics.was_compressed
+    assert not follows_alternation(hermes.row["conversations"])
 
 
 # --------------------------------------------------------------------------- other names, other keys
@@ -236,11 +245,17 @@ def test_roles_from_the_config_add_names_and_null_removes_one(tmp_path, bpe_toke
     ("input:\n  roles:\n    bot: robot\n", "input.roles maps role names to one of system, human, gpt, tool"),
     ("input:\n  roles: [human, gpt]\n", "input.roles must be a mapping"),
 ])
-def test_bad_dialect_or_roles_is_one_line_exit_2(tmp_path, bpe_tokenizer, text, needle):
+def test_bad_dialect_or_roles_is_a_config_error(tmp_path, text, needle):
+    with pytest.raises(ConfigError, match=re.escape(needle)):
+        load_config(config_file(tmp_path, text))
+
+
+def test_bad_dialect_is_one_line_exit_2(tmp_path, bpe_tokenizer):
     src = write_jsonl(tmp_path / "rows.jsonl", [openai_names_row(0)])
-    result = run_cli(*args(src, tmp_path / "out.jsonl", bpe_tokenizer), "-c", str(config_file(tmp_path, text)))
+    cfg = config_file(tmp_path, "input:\n  dialect: axolotl2\n")
+    result = run_cli(*args(src, tmp_path / "out.jsonl", bpe_tokenizer), "-c", str(cfg))
     assert result.code == 2
-    assert needle in result.stderr and result.stderr.count("\n") == 1
+    assert "input.dialect must be one of" in result.stderr and result.stderr.count("\n") == 1
     assert not (tmp_path / "out.jsonl").exists()
 
 
@@ -252,14 +267,7 @@ def test_row_core_compresses_every_dialect_as_the_cli_does(tmp_path, bpe_tokeniz
     src = write_jsonl(tmp_path / "rows.jsonl", rows)
     out = tmp_path / "out.jsonl"
     assert run_cli(*args(src, out, bpe_tokenizer)).code == 0
-    config = load_config(None, tokenizer_name=str(bpe_tokenizer), target_max_tokens=int(TARGET),
-                         summary_target_tokens=int(SUMMARY))
-
-    async def compress():
-        async with TrajectoryCompressor(config, counter=TokenCounter(str(bpe_tokenizer))) as compressor:
-            return await compressor.compress_rows(rows)
-
-    results = asyncio.run(compress())
+    results = core(bpe_tokenizer, rows)
     assert not any(r.rejected for r in results)
     assert [r.row for r in results] == read_jsonl(out)
     assert all(r.metrics.was_compressed for r in results)
@@ -269,8 +277,6 @@ def test_row_core_compresses_every_dialect_as_the_cli_does(tmp_path, bpe_tokeniz
 
 
 def test_compress_trajectory_uses_the_configured_roles(bpe_tokenizer):
-    config = load_config(None, tokenizer_name=str(bpe_tokenizer), target_max_tokens=int(TARGET),
-                         summary_target_tokens=int(SUMMARY))
-    compressor = TrajectoryCompressor(config, counter=TokenCounter(str(bpe_tokenizer)))
+    compressor = compressor_for(bpe_tokenizer)
     turns, metrics = asyncio.run(compressor.compress_trajectory(llamafactory_row(0)["conversations"]))
     assert metrics.was_compressed and follows_alternation(turns)
