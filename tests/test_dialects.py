@@ -223,6 +223,16 @@ def test_openai_style_names_and_axolotl_rows_through_the_cli(tmp_path, bpe_token
     assert not (tmp_path / "out_rejects.jsonl").exists()
 
 
+def test_axolotl_rows_read_back_from_parquet_keep_their_keys(bpe_tokenizer):
+    """A Parquet column has one turn type, so role/content turns come back with null from/value."""
+    row = axolotl_row(0)
+    row["conversations"] = [{"from": None, "value": None, **t} for t in row["conversations"]]
+    (result,) = core(bpe_tokenizer, [row])
+    assert result.metrics.was_compressed
+    summary = summary_turn(result.row["conversations"], "role", "content")
+    assert summary == {"role": "user", "content": summary["content"]}
+
+
 def test_roles_from_the_config_add_names_and_null_removes_one(tmp_path, bpe_tokenizer):
     """oasst-style names (prompter/assistant) are added; `user: null` makes rows that use it rejects."""
     conv = openai_names_row(0)["conversations"]

@@ -75,7 +75,9 @@ class ShareGPT:
         """This adapter for one row: its keys and role names, the schema's mapping and dialect."""
         turns = row.get(self.key) if isinstance(row, dict) else None
         turns = [t for t in turns if isinstance(t, dict)] if isinstance(turns, list) else []
-        keys = ("role", "content") if turns and "from" not in turns[0] and "role" in turns[0] else ("from", "value")
+        # role/content when the first turn names its role there (a Parquet round trip adds null from/value)
+        first = turns[0] if turns else {}
+        keys = ("role", "content") if first.get("from") is None and "role" in first else ("from", "value")
         used = [t.get(keys[0]) for t in turns]
         used = [name for name in used if isinstance(name, str) and name in schema.roles]
         names: dict[str, str] = {}
