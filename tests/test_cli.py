@@ -142,7 +142,7 @@ BAD_LINES: list[tuple[str | bytes, str]] = [
     ('{"conversations": [{"value": "no role"}]}', "turn_missing_field"),
     ('{"conversations": [{"from": "human"}]}', "turn_missing_field"),
     ('{"conversations": [{"from": "human", "value": 5}]}', "turn_not_a_string"),
-    ('{"conversations": [{"from": "assistant", "value": "hi"}]}', "unknown_role"),
+    ('{"conversations": [{"from": "robot", "value": "hi"}]}', "unknown_role"),
 ]
 
 

@@ -54,14 +54,31 @@ def protected_head(roles: Sequence[str], params: PlanParams) -> list[int]:
     return out
 
 
+def follows_llamafactory(roles: Sequence[str]) -> bool:
+    """LLaMA-Factory's sharegpt rule: after an optional system turn, user side (human/observation) at
+    odd positions, gpt side (gpt/function_call) at even ones, ending on the gpt side."""
+    body = list(roles[1:] if roles[:1] in (["system"], ("system",)) else roles)
+    return (len(body) % 2 == 0 and all(r in ("human", "tool") for r in body[0::2])
+            and all(r == "gpt" for r in body[1::2]))
+
+
+def keeps_alternation(roles: Sequence[str], params: PlanParams) -> bool:
+    return params.alternation and follows_llamafactory(roles)
+
+
 def valid_regions(roles: Sequence[str], params: PlanParams) -> list[tuple[int, int]]:
     """Every [s, e) the rules allow, by brute force (independent of the planner's code)."""
     n = len(roles)
     ts = tail_start(n, params)
     head = protected_head(roles, params)
     lo = max(head) + 1 if head else 0
+    lf = keeps_alternation(roles, params)
     out = []
     for s in range(lo, ts):
+        if lf:  # only the output's alternation matters (brute force: apply and check)
+            out += [(s, e) for e in range(s + 1, min(ts, n - 1) + 1)
+                    if follows_llamafactory(apply_plan(roles, Plan(Decision.COMPRESS, 0, s, e, 0, roles[e] == "human")))]
+            continue
         if roles[s] == "tool" or (s > 0 and roles[s - 1] == "human"):
             continue
         for e in range(s + 1, ts + 1):
@@ -69,19 +86,6 @@ def valid_regions(roles: Sequence[str], params: PlanParams) -> list[tuple[int, i
                 continue
             out.append((s, e))
     return out
-
-
-def cut_groups(roles: Sequence[str], start: int, end: int) -> list[tuple[int, int]]:
-    """[start, end) split into groups: a non-tool turn and the tool turns right after it."""
-    groups = []
-    i = start
-    while i < end:
-        j = i + 1
-        while j < end and roles[j] == "tool":
-            j += 1
-        groups.append((i, j))
-        i = j
-    return groups
 
 
 def params_(target: int, summary: int, last_n: int = 4, **flags: bool) -> PlanParams:
@@ -125,7 +129,19 @@ def cases(draw, roles_strategy) -> tuple[list[str], list[int], PlanParams]:
     summary = draw(st.integers(0, target - 1))
     flags = {f: draw(st.booleans()) for f in FLAGS}
     last_n = draw(st.integers(0, 8))
-    return roles, counts, PlanParams(target, summary, protect_last_n_turns=last_n, **flags)
+    alternation = draw(st.booleans())  # set for rows in LLaMA-Factory's dialect; no effect unless they alternate
+    return roles, counts, PlanParams(target, summary, protect_last_n_turns=last_n, alternation=alternation, **flags)
+
+
+@st.composite
+def llamafactory_roles(draw) -> list[str]:
+    """LLaMA-Factory agent rows: human, then function_call/observation pairs (gpt/tool), plain gpt replies
+    and human follow-ups, ending on gpt; sometimes a system turn first."""
+    roles = ["system"] if draw(st.booleans()) else []
+    roles.append(draw(st.sampled_from(["human", "human", "tool"])))
+    for _ in range(draw(st.integers(0, 10))):
+        roles += ["gpt", draw(st.sampled_from(["tool", "tool", "human"]))]
+    return roles + ["gpt"]
 
 
 # --------------------------------------------------------------------------- the invariants
@@ -163,10 +179,11 @@ def check_plan(roles: list[str], counts: list[int], params: PlanParams) -> Plan:
     assert p.decision is Decision.COMPRESS
 
     start, end = p.start, p.end
+    lf = keeps_alternation(roles, params)
     assert 0 <= start < end <= n
     assert (start, end) in regions
     assert start == s_min, "the region starts right after the protected head"
-    assert roles[start] != "tool"
+    assert lf or roles[start] != "tool"  # in LLaMA-Factory rows the summary may take an observation's place
     assert end == n or roles[end] != "tool"
     for i in protected_head(roles, params):
         assert i < start, f"protected head turn {i} ({roles[i]}) is inside the region [{start}, {end})"
@@ -183,10 +200,13 @@ def check_plan(roles: list[str], counts: list[int], params: PlanParams) -> Plan:
         assert not (b == "tool" and a not in ("gpt", "tool")), f"new ({a}, {b}) in {out}"
         assert (a, b) != ("human", "human"), f"new (human, human) in {out}"
     assert out.count("human") >= 1
+    if lf:
+        assert follows_llamafactory(out), f"{roles} -> {out} breaks LLaMA-Factory's alternation"
+        assert end < n and out[-1] == "gpt"
 
-    # A gpt turn and the tool turns right after it are all in or all out of the region.
+    # A gpt turn and the tool turns right after it are all in or all out of the region (Hermes rows).
     for i, role in enumerate(roles):
-        if role != "gpt":
+        if lf or role != "gpt":
             continue
         j = i + 1
         while j < n and roles[j] == "tool":
@@ -199,8 +219,8 @@ def check_plan(roles: list[str], counts: list[int], params: PlanParams) -> Plan:
     assert p.limit == e_max
     assert p.cannot_fit == (biggest < need)
     if p.region_tokens >= need:
-        last_start, _ = cut_groups(roles, start, end)[-1]
-        assert sum(counts[start:last_start]) < need, "the region is bigger than needed"
+        shorter = [e for s, e in regions if s == start and e < end]
+        assert sum(counts[start:max(shorter, default=start)]) < need, "the region is bigger than needed"
     else:
         assert end == e_max, "short of the need, yet the region stops before the furthest allowed end"
     return p
@@ -227,6 +247,36 @@ def test_fixed_tokens_count_against_the_target_and_belong_to_no_turn(case, fixed
     assert p.total_tokens == fixed + sum(counts)
     lowered = plan(roles, counts, dataclasses.replace(params, target_max_tokens=params.target_max_tokens - fixed))
     assert dataclasses.replace(p, total_tokens=lowered.total_tokens) == lowered
+
+
+@SETTINGS
+@given(cases(llamafactory_roles()))
+def test_plan_invariants_llamafactory_rows(case):
+    """With the flag set, an alternating row stays alternating; without it, Hermes' rules as above."""
+    check_plan(*case)
+
+
+def test_llamafactory_strategy_reaches_every_decision_with_alternation_kept():
+    seen: set[Decision] = set()
+    merged = observation_start = False
+
+    @settings(max_examples=300, deadline=None, database=None, derandomize=True)
+    @given(cases(llamafactory_roles()))
+    def collect(case):
+        nonlocal merged, observation_start
+        roles, counts, params = case
+        if not params.alternation:
+            return
+        assert follows_llamafactory(roles)
+        p = plan(roles, counts, params)
+        seen.add(p.decision)
+        if p.decision is Decision.COMPRESS:
+            merged |= p.merge_into_next
+            observation_start |= roles[p.start] == "tool"
+
+    collect()
+    assert seen == set(Decision)
+    assert merged and observation_start
 
 
 def test_strategies_reach_every_decision():
@@ -445,3 +495,25 @@ def test_plan_params_from_config_reads_every_field():
     cfg = CompressionConfig(target_max_tokens=900, summary_target_tokens=90, protect_first_tool=False,
                             protect_last_n_turns=7)
     assert PlanParams.from_config(cfg) == PlanParams(900, 90, True, True, True, False, 7)
+
+
+def test_llamafactory_agent_row_keeps_alternating():
+    """system, human, then function_call/observation pairs (gpt/tool), a final gpt: the summary takes
+    the place of the first unprotected observation and a function_call follows it."""
+    roles = ["system", "human"] + ["gpt", "tool"] * 6 + ["gpt"]
+    counts = [50, 50] + [40, 2000] * 6 + [40]
+    params = PlanParams(3000, 200, alternation=True)
+    hermes_plan = plan(roles, counts, PlanParams(3000, 200))
+    p = check_plan(roles, counts, params)
+    assert p.decision is Decision.COMPRESS
+    assert (hermes_plan.start, p.start) == (4, 5)  # Hermes starts on the call at 4; here its observation at 5
+    assert roles[p.end] == "gpt" and (p.end - p.start) % 2 == 1
+    out = apply_plan(roles, p)
+    assert follows_llamafactory(out) and out[p.start] == "human"
+
+
+def test_llamafactory_flag_changes_nothing_for_rows_that_do_not_alternate():
+    roles = hermes(5, tools_per_step=2)  # gpt, tool, tool: not alternating
+    counts = [100, 100] + [100, 2000, 2000] * 5 + [100]
+    assert not follows_llamafactory(roles)
+    assert plan(roles, counts, PlanParams(5000, 200, alternation=True)) == plan(roles, counts, PlanParams(5000, 200))

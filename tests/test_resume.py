@@ -77,11 +77,16 @@ def thaw(server: ServerThread) -> None:
     server.set_faults(hang_first_n=0)
 
 
-def run_held_midway(server: ServerThread, src: Path, out: Path, tok: Path, parts: int,
+def work_folder(out: Path) -> Path:
+    """The work folder of a run writing `out` (a file, or a folder when it has no suffix)."""
+    return out / ".trajcomp-work" if not out.suffix else out.parent / f".{out.name}.trajcomp-work"
+
+
+def run_held_midway(server: ServerThread, src: Path, out: Path, tok: Path, parts: int, *extra: str,
                     seconds: float = 3600) -> subprocess.Popen:
-    """A real run with `parts` parts done, then held there: its calls hang `seconds` (see freeze)."""
-    proc = start(args(src, out, tok, server.base_url))
-    wait_for_parts(out.parent / f".{out.name}.trajcomp-work", parts, proc)
+    """A real run (`extra` flags added) with `parts` parts done, then held there: its calls hang `seconds` (see freeze)."""
+    proc = start(args(src, out, tok, server.base_url, *extra))
+    wait_for_parts(work_folder(out), parts, proc)
     freeze(server, seconds)
     return proc
 
@@ -91,9 +96,9 @@ def cached_summaries(cache: Path) -> int:
         return db.execute("SELECT COUNT(*) FROM summaries").fetchone()[0]
 
 
-def reference_run(tmp_path: Path, src: Path, tok: Path, url: str) -> Path:
-    out = tmp_path / "ref" / "out.jsonl"
-    result = run_cli(*args(src, out, tok, url, "--no-cache"))
+def reference_run(tmp_path: Path, src: Path, tok: Path, url: str, *extra: str, name: str = "out.jsonl") -> Path:
+    out = tmp_path / "ref" / name
+    result = run_cli(*args(src, out, tok, url, "--no-cache", *extra))
     assert result.code == 0, result.stderr
     return out
 
@@ -218,3 +223,58 @@ def write_limit(tmp_path: Path, limit: int) -> Path:
     path = tmp_path / "stop.yaml"
     path.write_text(f"processing:\n  max_consecutive_failures: {limit}\n")
     return path
+
+
+# A selection that leaves rows out three ways; the limit is reached before the input ends.
+SELECTION = ("--sample-percent", "90", "--seed", "7", "--limit", "14")
+OTHER_SELECTIONS = {
+    "limit": ("--sample-percent", "90", "--seed", "7", "--limit", "15"),
+    "seed": ("--sample-percent", "90", "--seed", "8", "--limit", "14"),
+    "num_shards": (*SELECTION, "--num-shards", "2", "--shard-index", "0"),
+}
+
+
+def test_a_resume_with_another_selection_is_refused_and_the_same_one_resumes(tmp_path, dataset, bpe_tokenizer):
+    """Rows a resume takes must be the ones the interrupted run took: another selection is refused."""
+    with ServerThread(latency=0.15) as server:
+        ref = reference_run(tmp_path, dataset, bpe_tokenizer, server.base_url, *SELECTION)
+        out = tmp_path / "run" / "out.jsonl"
+        proc = run_held_midway(server, dataset, out, bpe_tokenizer, 2, *SELECTION)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        thaw(server)
+        for name, other in OTHER_SELECTIONS.items():
+            refused = run_cli(*args(dataset, out, bpe_tokenizer, server.base_url, *other))
+            assert refused.code == 2, (name, refused.stderr)
+            assert f"selection.{name}: " in refused.stderr and "--restart" in refused.stderr
+            assert refused.stderr.count("\n") == 1 and not out.exists()
+        resumed = run_cli(*args(dataset, out, bpe_tokenizer, server.base_url, *SELECTION))
+        assert resumed.code == 0, resumed.stderr
+    report = json.loads((out.parent / "out_metrics.json").read_text())
+    assert report["processing"]["resumed"] is True
+    assert report["rows"]["written"] + report["rows"]["rejected"] == 14
+    assert out.read_bytes() == ref.read_bytes()
+    assert (out.parent / "out_rejects.jsonl").read_bytes() == (ref.parent / "out_rejects.jsonl").read_bytes()
+
+
+def test_a_limit_over_several_files_resumes_with_the_rows_taken_before(tmp_path, bpe_tokenizer):
+    """--limit counts across files: a resume in the second file counts the first file's rows too."""
+    src = tmp_path / "data"
+    src.mkdir()
+    write_jsonl(src / "a.jsonl", [hermes_row(i) for i in range(9)])
+    write_jsonl(src / "b.jsonl", [hermes_row(i) for i in range(9, 24)])
+    limit = ("--limit", "21")  # all of a (3 parts), 12 rows (4 parts) of b's 15
+    with ServerThread(latency=0.15) as server:
+        ref = reference_run(tmp_path, src, bpe_tokenizer, server.base_url, *limit, name="out")
+        out = tmp_path / "run" / "out"
+        proc = run_held_midway(server, src, out, bpe_tokenizer, 4, *limit)  # a done, b's first part done
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        thaw(server)
+        resumed = run_cli(*args(src, out, bpe_tokenizer, server.base_url, *limit))
+        assert resumed.code == 0, resumed.stderr
+    report = json.loads((out / "compression_metrics.json").read_text())
+    assert report["processing"]["resumed"] is True and report["rows"]["written"] == 21
+    for name in ("a.jsonl", "b.jsonl"):
+        assert (out / name).read_bytes() == (ref / name).read_bytes()
+    assert len(read_jsonl(out / "b.jsonl")) == 12

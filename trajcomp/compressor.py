@@ -16,7 +16,7 @@ from .config import CompressionConfig
 from .metrics import Outcome, RowMetrics
 from .planner import Decision, Plan, PlanParams, plan
 from .redact import redact
-from .rows import SHAREGPT, RowError, Turn, adapter_for
+from .rows import SHAREGPT, RowError, RowSchema, Turn
 from .summarizers import SUMMARY_PREFIX, Summarizer, Summary, SummaryError, SummaryRequest, make_summarizer
 from .summarizers.base import with_prefix
 from .tokens import Measured, TokenCounter, lengths_for
@@ -95,6 +95,7 @@ class TrajectoryCompressor:
         self.fallback = None
         if config.on_failure == "extractive" and self.summarizer.name != "extractive":
             self.fallback = make_summarizer("extractive", config, self.counter)
+        self.schema = RowSchema.from_config(config)
         prefix_tokens = self.counter.count([SUMMARY_PREFIX + " "])[0]
         self._body_budget = max(1, config.summary_target_tokens - prefix_tokens)
         # What compressing adds to a row, for planning: the summary turn at its budget with the
@@ -124,7 +125,7 @@ class TrajectoryCompressor:
     async def compress_row(self, row: Any) -> RowResult:
         """The output row (input fields kept, turns compressed) or a rejection; the input is never mutated."""
         try:
-            adapter = adapter_for(row, self.config.input_format)
+            adapter = self.schema.adapter(row)
             native = adapter.native_turns(row)
         except RowError as exc:
             return RowResult.reject(exc.reason, exc.detail)
@@ -143,7 +144,7 @@ class TrajectoryCompressor:
 
     async def compress_trajectory(self, turns: list[dict[str, str]]) -> tuple[list[dict[str, str]], RowMetrics]:
         """Compress ShareGPT turns (`[{"from", "value"}, ...]`); the input is never mutated."""
-        return await self.compress_turns(turns, SHAREGPT)
+        return await self.compress_turns(turns, SHAREGPT.bind({SHAREGPT.key: turns}, self.schema))
 
     async def compress_turns(self, native: list[dict[str, Any]], fmt=SHAREGPT) -> tuple[list[dict[str, Any]], RowMetrics]:
         """Compress validated turns of any row format (see rows.py); the input is never mutated."""
@@ -151,7 +152,7 @@ class TrajectoryCompressor:
         measured = await self._measure(native, fmt, turns, costs_above=self.config.target_max_tokens)
         if measured.total <= self.config.target_max_tokens:
             return native, self._unchanged(Outcome.SKIPPED_UNDER_TARGET, measured.total, len(native), None)
-        p = self._plan(turns, measured)
+        p = self._plan(turns, measured, fmt)
         if p.decision is not Decision.COMPRESS:
             region = (p.start, p.end) if p.decision is Decision.NO_NET_SAVINGS else None
             return native, self._unchanged(_UNCHANGED[p.decision], p.total_tokens, len(native), region, cannot_fit=True)
@@ -161,9 +162,11 @@ class TrajectoryCompressor:
         messages = fmt.chat_messages(native, self.config.chat_roles) if self.lengths.mode == "chat_template" else ()
         return await asyncio.to_thread(self.lengths.measure, [t.text for t in turns], messages, costs_above)
 
-    def _plan(self, turns: Sequence[Turn], measured: Measured, more: int = 0) -> Plan:
+    def _plan(self, turns: Sequence[Turn], measured: Measured, fmt, more: int = 0) -> Plan:
         """The region for `measured`, asking for `more` tokens of savings than the estimate says."""
-        params = dataclasses.replace(self.params, summary_tokens=self.params.summary_tokens + more)
+        params = dataclasses.replace(
+            self.params, summary_tokens=self.params.summary_tokens + more, alternation=fmt.alternation
+        )
         return plan([t.role for t in turns], measured.costs, params, fixed=measured.overhead)
 
     async def _passes(self, native, fmt, turns: Sequence[Turn], measured: Measured, p: Plan):
@@ -200,7 +203,7 @@ class TrajectoryCompressor:
                 deficit -= body_tokens - budget
             if deficit > 0:
                 more += deficit
-                wider = self._plan(turns, measured, more)
+                wider = self._plan(turns, measured, fmt, more)
                 if wider.decision is Decision.COMPRESS and wider.end > p.end:
                     previous, covered, p = last.body, p.end - p.start, wider
                 elif body_tokens <= budget:

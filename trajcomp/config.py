@@ -5,11 +5,13 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from .rows import DEFAULT_ROLES, DIALECTS, ROLES
 
 
 class ConfigError(ValueError):
@@ -28,6 +30,8 @@ class CompressionConfig:
 
     # input
     input_format: str = "auto"  # auto (per row), sharegpt or openai
+    input_roles: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_ROLES))  # row's name -> planner role
+    input_dialect: str = "auto"  # auto, hermes or llamafactory: which rows keep LLaMA-Factory's alternation
     # tokenizer
     tokenizer_name: str | None = None  # no default: counting with another model's tokenizer would mislead
     trust_remote_code: bool = False
@@ -94,7 +98,7 @@ class CompressionConfig:
 # YAML section -> {yaml key -> dataclass field}. The seven sections after `input` and their keys are
 # the reference's `trajectory_compression.yaml`; the extra keys are trajcomp's own.
 LAYOUT: dict[str, dict[str, str]] = {
-    "input": {"format": "input_format"},
+    "input": {"format": "input_format", "roles": "input_roles", "dialect": "input_dialect"},
     "tokenizer": {"name": "tokenizer_name", "trust_remote_code": "trust_remote_code", "chat_template": "chat_template"},
     "compression": {
         "target_max_tokens": "target_max_tokens",
@@ -207,6 +211,9 @@ def validate(cfg: CompressionConfig) -> None:
     _validate_chat_roles(cfg.chat_roles)
     if cfg.input_format not in INPUT_FORMATS:
         raise ConfigError(f"{_key('input_format')} must be one of {', '.join(INPUT_FORMATS)}, got {cfg.input_format!r}")
+    if cfg.input_dialect not in DIALECTS:
+        raise ConfigError(f"{_key('input_dialect')} must be one of {', '.join(DIALECTS)}, got {cfg.input_dialect!r}")
+    _validate_roles(cfg.input_roles)
     if not re.match(r"https?://[^/\s]+", cfg.base_url):
         raise ConfigError(f"{_key('base_url')} must be an http:// or https:// URL, got {cfg.base_url!r}")
 
@@ -220,6 +227,20 @@ def _validate_chat_roles(roles: dict) -> None:
     missing = [r for r in DEFAULT_CHAT_ROLES if r not in roles]
     if missing:
         raise ConfigError(f"{_key('chat_roles')} must map every role; missing: {', '.join(missing)}")
+
+
+def _validate_roles(roles: dict) -> None:
+    for name, role in roles.items():
+        if not isinstance(name, str) or role not in ROLES:
+            raise ConfigError(f"{_key('input_roles')} maps role names to one of {', '.join(ROLES)}, got {name!r}: {role!r}")
+
+
+def _merged_roles(value: Any, source: str) -> Any:
+    """`input.roles` in a file adds to the default names; a name mapped to null is removed."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"{source}: input.roles must be a mapping of role names, got {value!r}")
+    merged = {**DEFAULT_ROLES, **value}
+    return {name: role for name, role in merged.items() if role is not None}
 
 
 def fields_from_mapping(data: Any, source: str) -> dict[str, Any]:
@@ -241,7 +262,7 @@ def fields_from_mapping(data: Any, source: str) -> dict[str, Any]:
             if name is None:
                 known = ", ".join(LAYOUT[section])
                 raise ConfigError(f"{source}: unknown key '{section}.{key}' (known in {section}: {known})")
-            values[name] = value
+            values[name] = _merged_roles(value, source) if name == "input_roles" else value
     if isinstance(values.get("chat_roles"), dict):  # a file names only the roles it changes
         values["chat_roles"] = {**DEFAULT_CHAT_ROLES, **values["chat_roles"]}
     return values

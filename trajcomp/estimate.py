@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import Iterable, Iterator
 
@@ -15,7 +15,7 @@ from .paths import FileJob
 from .report import DatasetStats, FileRows, Percentiles, TokenizerInfo, lengths
 from .selection import Selection, Taker
 from .planner import Decision, PlanParams, plan
-from .rows import RowError, adapter_for
+from .rows import RowError, RowSchema
 from .tokens import TokenCounter
 
 BATCH_ROWS = 256  # rows counted per call to the tokenizer
@@ -66,20 +66,21 @@ class Estimate:
 
 
 def estimate(
-    files: Iterable[FileJob], selection: Selection, counter: TokenCounter, params: PlanParams, input_format: str = "auto"
+    files: Iterable[FileJob], selection: Selection, counter: TokenCounter, params: PlanParams,
+    schema: RowSchema = RowSchema(),
 ) -> Estimate:
     """Plan every selected row; the after-figures assume summaries of exactly the target size."""
     result = Estimate(params)
-    for chunk in _chunks(_valid_turns(files, selection, result, input_format), BATCH_ROWS):
-        counts = iter(counter.count([t.text for turns in chunk for t in turns]))
-        for turns in chunk:
+    for chunk in _chunks(_valid_turns(files, selection, result, schema), BATCH_ROWS):
+        counts = iter(counter.count([t.text for turns, _ in chunk for t in turns]))
+        for turns, alternation in chunk:
             row_counts = list(islice(counts, len(turns)))
-            p = plan([t.role for t in turns], row_counts, params)
+            p = plan([t.role for t in turns], row_counts, replace(params, alternation=alternation))
             result.add(p.total_tokens, p.decision, p.region_tokens)
     return result
 
 
-def _valid_turns(files: Iterable[FileJob], selection: Selection, result: Estimate, input_format: str) -> Iterator[list]:
+def _valid_turns(files: Iterable[FileJob], selection: Selection, result: Estimate, schema: RowSchema) -> Iterator[tuple]:
     taker = Taker(selection)
     for job in files:
         file_rows = FileRows(str(job.input))
@@ -89,20 +90,21 @@ def _valid_turns(files: Iterable[FileJob], selection: Selection, result: Estimat
                 result.not_taken[verdict] += 1
                 continue
             try:
-                turns = _turns(record, input_format)
+                row = _turns(record, schema)
             except RowError as exc:
                 result.rejects[exc.reason] += 1
                 file_rows.rejected += 1
                 continue
             file_rows.rows += 1
-            yield turns
+            yield row
 
 
-def _turns(record: Record, input_format: str) -> list:
+def _turns(record: Record, schema: RowSchema) -> tuple[list, bool]:
+    """The row's turns, and whether the planner keeps LLaMA-Factory's alternation in it."""
     if record.error is not None:
         raise record.error
-    adapter = adapter_for(record.row, input_format)
-    return adapter.turns(adapter.native_turns(record.row))
+    adapter = schema.adapter(record.row)
+    return adapter.turns(adapter.native_turns(record.row)), adapter.alternation
 
 
 def _chunks(items: Iterable, size: int) -> Iterator[list]:

@@ -29,11 +29,14 @@ class PlanParams:
     protect_first_gpt: bool = True
     protect_first_tool: bool = True
     protect_last_n_turns: int = 4
+    # Set per row (not a config key) for rows in LLaMA-Factory's dialect: when the row follows its
+    # alternation rule (see `alternation_parity`), the output row follows it too.
+    alternation: bool = False
 
     @classmethod
     def from_config(cls, cfg, summary_tokens: int | None = None) -> "PlanParams":
         """The config's settings; the summary costs its budget unless a better estimate is given."""
-        fields = {name: getattr(cfg, name) for name in cls.__dataclass_fields__ if name != "summary_tokens"}
+        fields = {name: getattr(cfg, name) for name in cls.__dataclass_fields__ if name not in ("summary_tokens", "alternation")}
         return cls(summary_tokens=cfg.summary_target_tokens if summary_tokens is None else summary_tokens, **fields)
 
 
@@ -59,12 +62,13 @@ def plan(roles: Sequence[str], counts: Sequence[int], params: PlanParams, fixed:
     if total <= params.target_max_tokens:
         return Plan(Decision.SKIPPED_UNDER_TARGET, total)
     tail_start = max(0, n - params.protect_last_n_turns)
-    start = _region_start(roles, _head_end(roles, params, tail_start), tail_start)
-    limit = _region_limit(roles, start, tail_start)
+    parity = alternation_parity(roles) if params.alternation else None
+    start = _region_start(roles, _head_end(roles, params, tail_start), tail_start, parity)
+    limit = _region_limit(roles, start, tail_start, parity)
     if start >= limit:
         return Plan(Decision.NOTHING_TO_COMPRESS, total, cannot_fit=True)
     need = total - params.target_max_tokens + params.summary_tokens
-    end, region_tokens = _greedy_end(roles, counts, start, limit, need)
+    end, region_tokens = _greedy_end(roles, counts, start, limit, need, parity)
     if region_tokens <= params.summary_tokens:
         return Plan(Decision.NO_NET_SAVINGS, total, start, end, region_tokens, cannot_fit=True, limit=limit)
     merge = end < n and roles[end] == "human"
@@ -91,28 +95,54 @@ def _head_end(roles: Sequence[str], params: PlanParams, tail_start: int) -> int:
     return last + 1
 
 
-def _region_start(roles: Sequence[str], start: int, tail_start: int) -> int:
-    # A tool turn answers the gpt turn before it, so it stays with the head; and the summary
+def alternation_parity(roles: Sequence[str]) -> int | None:
+    """The index parity of the user-side turns when `roles` follow LLaMA-Factory's alternation rule, else None.
+
+    The rule: after an optional leading system turn, user-side turns (human, or tool: an observation)
+    and gpt turns (a reply or a function_call) alternate, starting user-side and ending on gpt.
+    """
+    first = 1 if roles and roles[0] == "system" else 0
+    body = roles[first:]
+    sides_ok = all((role == "gpt") == (i % 2 == 1) and role != "system" for i, role in enumerate(body))
+    return first if sides_ok and len(body) % 2 == 0 else None
+
+
+def _may_start(roles: Sequence[str], i: int, parity: int | None) -> bool:
+    if parity is not None:  # the summary, a human turn, takes a user-side place (it may stand for an observation)
+        return i % 2 == parity or i == 0
+    # A tool turn answers the gpt turn before it, so it stays with it; and the summary
     # is a human turn, so it may not follow a human turn.
-    while start < tail_start and (roles[start] == "tool" or (start > 0 and roles[start - 1] == "human")):
+    return roles[i] != "tool" and not (i > 0 and roles[i - 1] == "human")
+
+
+def _may_end(roles: Sequence[str], end: int, parity: int | None) -> bool:
+    """Whether the region may stop before turn `end` (len(roles): run to the last turn)."""
+    if parity is not None:  # a gpt-side turn follows the summary, or a human turn the summary opens
+        return end < len(roles) and (end % 2 != parity or roles[end] == "human")
+    return end == len(roles) or roles[end] != "tool"  # a gpt turn's tool turns go with it
+
+
+def _region_start(roles: Sequence[str], start: int, tail_start: int, parity: int | None) -> int:
+    while start < tail_start and not _may_start(roles, start, parity):
         start += 1
     return start
 
 
-def _region_limit(roles: Sequence[str], start: int, tail_start: int) -> int:
+def _region_limit(roles: Sequence[str], start: int, tail_start: int, parity: int | None) -> int:
     # If the tail opens with tool turns, their gpt call must stay too: step back before it.
     end = tail_start
-    while end > start and end < len(roles) and roles[end] == "tool":
+    while end > start and not _may_end(roles, end, parity):
         end -= 1
     return end
 
 
-def _greedy_end(roles: Sequence[str], counts: Sequence[int], start: int, limit: int, need: int) -> tuple[int, int]:
-    """Take turns from `start` until `need` tokens are covered, cutting only before a non-tool turn."""
+def _greedy_end(roles: Sequence[str], counts: Sequence[int], start: int, limit: int, need: int,
+                parity: int | None) -> tuple[int, int]:
+    """Take turns from `start` until `need` tokens are covered, cutting only where `_may_end` allows."""
     total = 0
     for i in range(start, limit):
         total += counts[i]
         end = i + 1
-        if total >= need and (end == len(roles) or roles[end] != "tool"):
+        if total >= need and _may_end(roles, end, parity):
             return end, total
     return limit, total

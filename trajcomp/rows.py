@@ -4,15 +4,34 @@ An adapter (`ShareGPT`, `OpenAIMessages`) has one API: `native_turns(row)` valid
 returns its turn objects, `turns(native)` gives the planner's view of them (`Turn(role, text)`),
 `make_turn(role, text)`, `with_text(turn, text)` and `with_turns(row, turns)` build new ones.
 `detect_format(row)` picks the adapter for a row; `FORMATS_BY_NAME` maps the CLI's names to them.
+`RowSchema` (the config's `input` section) binds an adapter to one row: its role names and dialect.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
 
 ROLES = ("system", "human", "gpt", "tool")
+
+# A ShareGPT row's role names -> the planner's roles (`input.roles`). Hermes' own names, LLaMA-Factory's
+# (`function_call` is an assistant turn making a tool call, `observation` the tool's answer) and the
+# OpenAI-style names that axolotl and LLaMA-Factory datasets also use in `conversations`.
+DEFAULT_ROLES: Mapping[str, str] = MappingProxyType({
+    "system": "system",
+    "human": "human",
+    "user": "human",
+    "gpt": "gpt",
+    "assistant": "gpt",
+    "function_call": "gpt",
+    "tool": "tool",
+    "observation": "tool",
+})
+# Names only LLaMA-Factory's sharegpt dialect uses: a row with one of them follows its alternation rule.
+LLAMAFACTORY_NAMES = frozenset({"observation", "function_call"})
+DIALECTS = ("auto", "hermes", "llamafactory")
 
 
 @dataclass(frozen=True)
@@ -33,10 +52,41 @@ class RowError(ValueError):
 
 
 class ShareGPT:
-    """`{"conversations": [{"from": ..., "value": ...}, ...], ...}` rows."""
+    """`{"conversations": [{"from": ..., "value": ...}, ...], ...}` rows.
+
+    Role names go through `roles` (a dataset's name -> planner role) and are written back as they
+    were; a new turn takes the name the row itself uses for its role (`user` in a row that says
+    user). Turns keyed `role`/`content` instead of `from`/`value` (axolotl's chat_template rows) are
+    read and written with those keys. `alternation` says whether the row is in LLaMA-Factory's
+    dialect, whose alternation rule the planner then keeps (see `RowSchema`).
+    """
 
     name = "sharegpt"
     key = "conversations"
+
+    def __init__(self, roles: Mapping[str, str] = DEFAULT_ROLES, keys: tuple[str, str] = ("from", "value"),
+                 names: Mapping[str, str] | None = None, alternation: bool = False):
+        self.roles = roles
+        self.role_key, self.text_key = keys
+        self.names = names or {}  # planner role -> the name this row uses for it
+        self.alternation = alternation
+
+    def bind(self, row: Any, schema: "RowSchema") -> "ShareGPT":
+        """This adapter for one row: its keys and role names, the schema's mapping and dialect."""
+        turns = row.get(self.key) if isinstance(row, dict) else None
+        turns = [t for t in turns if isinstance(t, dict)] if isinstance(turns, list) else []
+        # role/content when the first turn names its role there (a Parquet round trip adds null from/value)
+        first = turns[0] if turns else {}
+        keys = ("role", "content") if first.get("from") is None and "role" in first else ("from", "value")
+        used = [t.get(keys[0]) for t in turns]
+        used = [name for name in used if isinstance(name, str) and name in schema.roles]
+        names: dict[str, str] = {}
+        for name in used:
+            names.setdefault(schema.roles[name], name)
+        if keys[0] == "role":  # a new turn in an OpenAI-style row says user/assistant
+            names = {**_NATIVE_ROLES, **names}
+        lf = schema.dialect == "llamafactory" or (schema.dialect == "auto" and not LLAMAFACTORY_NAMES.isdisjoint(used))
+        return ShareGPT(schema.roles, keys, names, lf)
 
     def native_turns(self, row: dict[str, Any]) -> list[dict[str, Any]]:
         """The row's turn objects, validated."""
@@ -52,29 +102,31 @@ class ShareGPT:
     def _check_turn(self, i: int, turn: Any) -> None:
         if not isinstance(turn, dict):
             raise RowError("turn_not_an_object", f"turn {i} is {type(turn).__name__}, not an object")
-        for field in ("from", "value"):
-            if field not in turn:
-                raise RowError("turn_missing_field", f"turn {i} has no '{field}'")
-            if not isinstance(turn[field], str):
-                raise RowError("turn_not_a_string", f"turn {i} '{field}' is {type(turn[field]).__name__}, not a string")
-        if turn["from"] not in ROLES:
-            raise RowError("unknown_role", f"turn {i} has role {turn['from']!r} (expected one of {', '.join(ROLES)})")
+        for field_name in (self.role_key, self.text_key):
+            if field_name not in turn:
+                raise RowError("turn_missing_field", f"turn {i} has no '{field_name}'")
+            if not isinstance(turn[field_name], str):
+                kind = type(turn[field_name]).__name__
+                raise RowError("turn_not_a_string", f"turn {i} '{field_name}' is {kind}, not a string")
+        if turn[self.role_key] not in self.roles:
+            known = ", ".join(self.roles)
+            raise RowError("unknown_role", f"turn {i} has role {turn[self.role_key]!r} (expected one of {known}; see input.roles)")
 
     def turns(self, native: list[dict[str, Any]]) -> list[Turn]:
-        return [Turn(t["from"], t["value"]) for t in native]
+        return [Turn(self.roles[t[self.role_key]], t[self.text_key]) for t in native]
 
     def make_turn(self, role: str, text: str) -> dict[str, Any]:
-        return {"from": role, "value": text}
+        return {self.role_key: self.names.get(role, role), self.text_key: text}
 
     def with_text(self, turn: dict[str, Any], text: str) -> dict[str, Any]:
-        return {**turn, "value": text}
+        return {**turn, self.text_key: text}
 
     def with_turns(self, row: dict[str, Any], turns: list[dict[str, Any]]) -> dict[str, Any]:
         return {**row, self.key: turns}
 
     def chat_messages(self, native: list[dict[str, Any]], chat_roles: dict[str, str]) -> list[dict[str, Any]]:
         """The turns as a chat template takes them: {"role", "content"}, roles mapped by `chat_roles`."""
-        return [{"role": chat_roles[t["from"]], "content": t["value"]} for t in native]
+        return [{"role": chat_roles[self.roles[t[self.role_key]]], "content": t[self.text_key]} for t in native]
 
 
 # OpenAI role -> planner role. "function" is the legacy (pre-tool_calls) form of "tool".
@@ -120,6 +172,10 @@ class OpenAIMessages:
 
     name = "openai"
     key = "messages"
+    alternation = False  # tool messages pair with calls by id; `input.roles`/`input.dialect` do not apply
+
+    def bind(self, row: Any, schema: "RowSchema") -> "OpenAIMessages":
+        return self
 
     def native_turns(self, row: dict[str, Any]) -> list[dict[str, Any]]:
         """The row's message objects, validated (see the class docstring for tool pairing).
@@ -377,6 +433,30 @@ def detect_format(row: dict[str, Any]):
     raise RowError("missing_conversations", "the row has neither a 'conversations' nor a 'messages' field")
 
 
+@dataclass(frozen=True)
+class RowSchema:
+    """How rows are read (the config's `input` section): schema, role names and dialect.
+
+    `dialect` decides which ShareGPT rows keep LLaMA-Factory's alternation rule: `llamafactory` all of
+    them, `auto` those that use `observation` or `function_call`, `hermes` none.
+    """
+
+    format: str = "auto"
+    roles: Mapping[str, str] = field(default_factory=lambda: DEFAULT_ROLES)
+    dialect: str = "auto"
+
+    @classmethod
+    def from_config(cls, cfg) -> "RowSchema":
+        return cls(cfg.input_format, cfg.input_roles, cfg.input_dialect)
+
+    def adapter(self, row: Any):
+        """The adapter for `row`, bound to it (raises RowError when the row is not an object)."""
+        if not isinstance(row, dict):
+            raise RowError("not_an_object", f"the row is {type(row).__name__}, not an object")
+        fmt = detect_format(row) if self.format == "auto" else FORMATS_BY_NAME[self.format]
+        return fmt.bind(row, self)
+
+
 def adapter_for(row: dict[str, Any], input_format: str = "auto"):
-    """The adapter `--input-format` names, or the one the row's own keys call for ("auto")."""
-    return detect_format(row) if input_format == "auto" else FORMATS_BY_NAME[input_format]
+    """The adapter `--input-format` names, or the one the row's own keys call for ("auto"), default roles."""
+    return RowSchema(input_format).adapter(row)

@@ -100,9 +100,10 @@ def dataset_stats(jobs: list[FileJob], counter: TokenCounter, cfg) -> DatasetSta
     """The figures of `trajcomp stats --json` (keys in the command's help)."""
     from .estimate import estimate
     from .planner import PlanParams
+    from .rows import RowSchema
     from .selection import Selection
 
-    planned = estimate(jobs, Selection(), counter, PlanParams.from_config(cfg), cfg.input_format)
+    planned = estimate(jobs, Selection(), counter, PlanParams.from_config(cfg), RowSchema.from_config(cfg))
     return planned.to_stats([str(job.input) for job in jobs], tokenizer_info(counter))
 
 
