@@ -387,3 +387,21 @@ def test_extractive_keeps_at_least_half_the_identifiers(tmp_path):
             if r["compression_metrics"]["was_compressed"]]
     assert len(kept) >= 40 and None not in kept
     assert sum(kept) / len(kept) >= 0.5, sum(kept) / len(kept)
+
+
+def test_stats_and_dry_run_count_as_the_run_does(tmp_path, templated):
+    """`stats` in chat_template mode gives the rendered lengths, the same the compress report gives."""
+    rows = sample_rows(6)
+    write_jsonl(tmp_path / "in.jsonl", rows)
+    folder = str(templated["qwen3"])
+    common = ["--tokenizer", folder, "--count-mode", "chat_template", "--target-max-tokens", "6000"]
+    res = run_cli("stats", str(tmp_path / "in.jsonl"), *common, "--json")
+    assert res.code == 0, res.stderr
+    stats = json.loads(res.stdout)
+    counter = TokenCounter(folder)
+    rendered = sorted(trainer_length(counter, r) for r in rows)
+    assert (stats["tokens_before"]["min"], stats["tokens_before"]["max"]) == (rendered[0], rendered[-1])
+    assert stats["over_target"] == sum(n > 6000 for n in rendered)
+    res = run_cli("compress", str(tmp_path / "in.jsonl"), *common, "--dry-run", "--json")
+    assert res.code == 0, res.stderr
+    assert json.loads(res.stdout)["tokens_before"] == stats["tokens_before"]

@@ -179,13 +179,11 @@ def _dotted(suffix: str | None) -> str | None:
 def _dry_run(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None:
     from .estimate import estimate
     from .formats.base import InputError
-    from .planner import PlanParams
     from .render import render_estimate
-    from .rows import RowSchema
     from .stats import tokenizer_info
 
     try:
-        planned = estimate(layout.files, options.selection, counter, PlanParams.from_config(cfg), RowSchema.from_config(cfg))
+        planned = estimate(layout.files, options.selection, counter, cfg)
     except InputError as exc:
         fail(str(exc), EXIT_FAILED)
     result = planned.to_stats([str(job.input) for job in layout.files], tokenizer_info(counter), with_not_taken=True)

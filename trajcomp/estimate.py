@@ -16,7 +16,7 @@ from .report import DatasetStats, FileRows, Percentiles, TokenizerInfo, lengths
 from .selection import Selection, Taker
 from .planner import Decision, PlanParams, plan
 from .rows import RowError, RowSchema
-from .tokens import TokenCounter
+from .tokens import TokenCounter, lengths_for
 
 BATCH_ROWS = 256  # rows counted per call to the tokenizer
 
@@ -65,22 +65,33 @@ class Estimate:
         )
 
 
-def estimate(
-    files: Iterable[FileJob], selection: Selection, counter: TokenCounter, params: PlanParams,
-    schema: RowSchema = RowSchema(),
-) -> Estimate:
-    """Plan every selected row; the after-figures assume summaries of exactly the target size."""
+def estimate(files: Iterable[FileJob], selection: Selection, counter: TokenCounter, cfg) -> Estimate:
+    """Plan every selected row, counted as `compression.count_mode` says; the after-figures assume
+    summaries of exactly the target size."""
+    params, schema = PlanParams.from_config(cfg), RowSchema.from_config(cfg)
+    lengths = lengths_for(cfg.count_mode, counter)
     result = Estimate(params)
-    for chunk in _chunks(_valid_turns(files, selection, result, schema), BATCH_ROWS):
-        counts = iter(counter.count([t.text for turns, _ in chunk for t in turns]))
-        for turns, alternation in chunk:
-            row_counts = list(islice(counts, len(turns)))
-            p = plan([t.role for t in turns], row_counts, replace(params, alternation=alternation))
+    for chunk in _chunks(_valid_rows(files, selection, result, schema), BATCH_ROWS):
+        for (turns, adapter, native), (costs, fixed) in zip(chunk, _costs(chunk, lengths, cfg)):
+            p = plan([t.role for t in turns], costs, replace(params, alternation=adapter.alternation), fixed=fixed)
             result.add(p.total_tokens, p.decision, p.region_tokens)
     return result
 
 
-def _valid_turns(files: Iterable[FileJob], selection: Selection, result: Estimate, schema: RowSchema) -> Iterator[tuple]:
+def _costs(chunk: list[tuple], lengths, cfg) -> Iterator[tuple[list[int], int]]:
+    """Each row's per-turn costs and fixed tokens: turns counted in one batch for the whole chunk,
+    or each rendering by the chat template (split into turns only when over the target)."""
+    if lengths.mode == "turns":
+        counts = iter(lengths.counter.count([t.text for turns, _, _ in chunk for t in turns]))
+        for turns, _, _ in chunk:
+            yield list(islice(counts, len(turns))), 0
+        return
+    for turns, adapter, native in chunk:
+        measured = lengths.measure((), adapter.chat_messages(native, cfg.chat_roles), cfg.target_max_tokens)
+        yield (measured.costs, measured.overhead) if measured.costs is not None else ([], measured.total)
+
+
+def _valid_rows(files: Iterable[FileJob], selection: Selection, result: Estimate, schema: RowSchema) -> Iterator[tuple]:
     taker = Taker(selection)
     for job in files:
         file_rows = FileRows(str(job.input))
@@ -99,12 +110,13 @@ def _valid_turns(files: Iterable[FileJob], selection: Selection, result: Estimat
             yield row
 
 
-def _turns(record: Record, schema: RowSchema) -> tuple[list, bool]:
-    """The row's turns, and whether the planner keeps LLaMA-Factory's alternation in it."""
+def _turns(record: Record, schema: RowSchema) -> tuple[list, object, list]:
+    """The row's turns, its adapter (role names, alternation) and its validated turn objects."""
     if record.error is not None:
         raise record.error
     adapter = schema.adapter(record.row)
-    return adapter.turns(adapter.native_turns(record.row)), adapter.alternation
+    native = adapter.native_turns(record.row)
+    return adapter.turns(native), adapter, native
 
 
 def _chunks(items: Iterable, size: int) -> Iterator[list]:

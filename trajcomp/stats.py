@@ -32,6 +32,9 @@ def stats(
     target_max_tokens: Optional[int] = typer.Option(None, help="Token budget per row.", min=1),
     summary_target_tokens: Optional[int] = typer.Option(None, help="Token budget of the summary turn.", min=1),
     protect_last_n: Optional[int] = typer.Option(None, help="Last turns always kept verbatim.", min=0),
+    count_mode: Optional[str] = typer.Option(
+        None, help="How a row's length is counted: turns or chat_template (as for compress)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON on stdout."),
 ) -> None:
     """Token lengths of a dataset and what compress would do to it: no summarizer calls, nothing written.
@@ -59,6 +62,7 @@ def stats(
             summary_target_tokens=summary_target_tokens,
             protect_last_n_turns=protect_last_n,
             tokenizer_name=tokenizer,
+            count_mode=count_mode,
         )
         jobs = input_jobs(inputs)
         counter = TokenCounter.for_config(cfg)
@@ -99,11 +103,9 @@ def input_jobs(inputs: list[str]) -> list[FileJob]:
 def dataset_stats(jobs: list[FileJob], counter: TokenCounter, cfg) -> DatasetStats:
     """The figures of `trajcomp stats --json` (keys in the command's help)."""
     from .estimate import estimate
-    from .planner import PlanParams
-    from .rows import RowSchema
     from .selection import Selection
 
-    planned = estimate(jobs, Selection(), counter, PlanParams.from_config(cfg), RowSchema.from_config(cfg))
+    planned = estimate(jobs, Selection(), counter, cfg)
     return planned.to_stats([str(job.input) for job in jobs], tokenizer_info(counter))
 
 
