@@ -13,7 +13,8 @@ from trajcomp.config import CompressionConfig
 from trajcomp.rows import Turn
 from trajcomp.summarizers import make_summarizer
 from trajcomp.summarizers.base import SummaryRequest
-from trajcomp.summarizers.extractive import ACTION, ITEMS_SHARE, ExtractiveSummarizer, Item, extract_items, fit
+from trajcomp.identifiers import INDEX_HEAD, extract
+from trajcomp.summarizers.extractive import ACTION, INDEX_SHARE, ExtractiveSummarizer, Item, extract_items, fit
 from trajcomp.tokens import TokenCounter
 
 _COUNTERS: dict[str, TokenCounter] = {}
@@ -201,11 +202,14 @@ def test_deterministic(counter):
     first = summarize(counter, turns, 300)
     assert summarize(counter, list(turns), 300) == first
     summarizer = ExtractiveSummarizer(None, counter)
-    request = SummaryRequest(tuple(turns), 600)  # half of it goes to the items, the rest to the identifier index
-    assert ITEMS_SHARE == 0.5
-    assert summarizer.summarize_sync(request).text == first
-    assert asyncio.run(summarizer.summarize(request)).text == first
+    request = SummaryRequest(tuple(turns), 300)
+    text = summarizer.summarize_sync(request).text
+    assert summarizer.summarize_sync(SummaryRequest(tuple(list(turns)), 300)).text == text
+    assert asyncio.run(summarizer.summarize(request)).text == text
     assert asyncio.run(summarizer.summarize(request)).api_calls == 0
+    # The items take the budget less the room left for the identifier index (at most half of it).
+    reserve = min(int(300 * INDEX_SHARE), tokens(counter, INDEX_HEAD + ", ".join(extract(turns))))
+    assert 0 < reserve and text == summarize(counter, turns, 300 - reserve)
 
 
 def test_registered_by_name(bpe_tokenizer):

@@ -14,6 +14,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from .. import identifiers
+from ..identifiers import INDEX_HEAD
 from ..rows import Turn
 from .base import Summarizer, Summary, SummaryError, SummaryRequest
 
@@ -31,7 +33,7 @@ SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n")
 # Lower numbers are dropped last when the budget is tight.
 ACTION, USER, ERRORS, FILES, REASONING, IDENTIFIERS = range(6)
 MAX_ITEM_CHARS = 400
-ITEMS_SHARE = 0.5
+INDEX_SHARE = 0.5  # of the budget, at most, left to the identifier index
 MAX_LIST = 12
 
 
@@ -51,10 +53,11 @@ class ExtractiveSummarizer(Summarizer):
         return await asyncio.to_thread(self.summarize_sync, request)
 
     def summarize_sync(self, request: SummaryRequest) -> Summary:
-        # Part of the budget is left to the identifier index the compressor appends (identifiers.py):
-        # exact paths, hashes and numbers are what a continuing agent cannot guess back.
-        budget = max(1, int(request.target_tokens * ITEMS_SHARE))
-        text = fit(extract_items(request.turns), budget, self.counter.count)
+        # Room is left for the identifier index the compressor appends (identifiers.py), up to half
+        # the budget: exact paths, hashes and numbers are what a continuing agent cannot guess back.
+        index = INDEX_HEAD + ", ".join(identifiers.extract(request.turns))
+        reserve = min(int(request.target_tokens * INDEX_SHARE), self.counter.count([index])[0])
+        text = fit(extract_items(request.turns), max(1, request.target_tokens - reserve), self.counter.count)
         if not text:  # never an empty summary standing in for real turns
             raise SummaryError(f"nothing of the turns fits in {request.target_tokens} tokens")
         return Summary(text)
