@@ -211,11 +211,7 @@ class TrajectoryCompressor:
         return self._result(native, measured, best, last, tally)
 
     async def _attempt(self, native, fmt, turns, measured: Measured, p: Plan, sourced: _Sourced) -> _Attempt:
-        # A secret is no identifier to keep: the index never writes what redaction would hide.
-        secrets = self.summarizer.secrets()
-        ids = [i for i in identifiers.extract(turns[p.start : p.end]) if redact(i, *secrets) == i]
-        body = identifiers.with_index(sourced.summary.text, ids, self._body_budget, self.counter.count)
-        out, changed = assemble(native, fmt, turns, p, body, self._notice())
+        ids, body, out, changed = await asyncio.to_thread(self._assemble, native, fmt, turns, p, sourced.summary.text)
         if self.lengths.mode == "turns":  # a turn's count does not depend on its neighbours: count what changed
             costs = measured.costs
             changed_counts = await self.counter.acount([text for _, text in changed])
@@ -224,6 +220,14 @@ class TrajectoryCompressor:
         else:
             tokens = (await self._measure(out, fmt, fmt.turns(out), costs_above=None)).total
         return _Attempt(out, tokens, p, body, sourced, ids)
+
+    def _assemble(self, native, fmt, turns, p: Plan, summary: str):
+        """The region's identifiers, the summary body with its index, and the new turns (CPU work: off the loop)."""
+        # A secret is no identifier to keep: the index never writes what redaction would hide.
+        secrets = self.summarizer.secrets()
+        ids = [i for i in identifiers.extract(turns[p.start : p.end]) if redact(i, *secrets) == i]
+        body = identifiers.with_index(summary, ids, self._body_budget, self.counter.count)
+        return (ids, body, *assemble(native, fmt, turns, p, body, self._notice()))
 
     def _result(self, native, measured: Measured, best: _Attempt, last: _Attempt, tally: _Tally):
         p, sourced = best.plan, best.sourced
