@@ -38,3 +38,10 @@ clean:
 e2e: install
 	BIN=$(BIN) bash scripts/build_llama_wheel.sh
 	$(BIN)/python scripts/e2e.py
+
+# Benchmarks, run by hand (never timed in CI): speed and memory against this machine's limits and
+# the reference's approach; prints the table and writes docs/BENCHMARKS.md. py-spy (dev only, not a
+# dependency of trajcomp) profiles two runs. BENCH_ARGS passes options, e.g. BENCH_ARGS='--rows 2000'.
+bench: install
+	$(BIN)/pip install --quiet 'py-spy>=0.3.14'
+	$(BIN)/python scripts/bench.py --profile $(BENCH_ARGS)

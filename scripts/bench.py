@@ -1,0 +1,488 @@
+"""trajcomp's speed and memory against this machine's limits and the reference's approach.
+
+Every figure is measured side by side in one run (interleaved repeats, median kept) and given as a
+ratio; each measurement records how much CPU other processes took meanwhile. Writes
+docs/BENCHMARKS.md (the table, the command, the machine, the profiles) and prints the table.
+Usage: python scripts/bench.py [--rows 600] [--memory-rows 300] [--repeats 3] [--latency 0.2]
+       [--concurrency 50] [--tokenizer DIR ...] [--profile] [--quick] [--out docs/BENCHMARKS.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import bench_data  # noqa: E402
+import bench_profile  # noqa: E402
+from bench_proc import CORES, Measurement, measure_call, measure_command  # noqa: E402
+
+DEMO_TOKENIZER = ROOT / "data_samples" / "demo_tokenizer"
+
+
+@dataclass
+class Figure:
+    """One line of the table: trajcomp's figure against a bound, and against the reference's approach."""
+
+    name: str
+    trajcomp: str
+    bound: str = ""
+    ratio: float | None = None
+    goal: str = ""
+    met: bool | None = None
+    reference: str = ""
+    vs_reference: float | None = None  # > 1: trajcomp ahead
+    others: str = ""
+    note: str = ""
+
+
+@dataclass
+class Setup:
+    args: argparse.Namespace
+    tokenizer: Path
+    data: Path
+    rows: list[dict]
+    counts: list[int]
+    server_url: str
+    server_pid: int
+    work: Path
+    limit: Callable[[], Measurement] | None = None  # one encode_batch over all turns, measured again beside each figure
+    profiles: dict = field(default_factory=dict)
+    bound_runs: tuple = ()
+
+    @property
+    def mb(self) -> float:
+        return self.data.stat().st_size / 1e6
+
+
+# ---------------------------------------------------------------- measuring
+
+
+def repeat(n: int, *runs):
+    """Each run called n times, interleaved (a, b, a, b...), so the machine's noise hits all alike."""
+    results = [[] for _ in runs]
+    for _ in range(n):
+        for i, run in enumerate(runs):
+            results[i].append(run())
+    return results
+
+
+def median_by(results: list, key) -> object:
+    """The result whose key is the median (the lower middle one for an even count)."""
+    ordered = sorted(results, key=key)
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def others(measurements: list[Measurement]) -> str:
+    """Other processes' CPU during the median run and the worst repeat, as a share of the machine."""
+    worst = max(m.others_share for m in measurements)
+    return f"{statistics.median(m.others_share for m in measurements):.0%} (max {worst:.0%})"
+
+
+# ---------------------------------------------------------------- counting (in process)
+
+
+def counting(s: Setup) -> list[Figure]:
+    from tokenizers import Tokenizer
+    from transformers import AutoTokenizer
+
+    from trajcomp.rows import adapter_for
+    from trajcomp.tokens import TokenCounter
+
+    per_row = [[t.text for t in a.turns(a.native_turns(r))] for r in s.rows for a in [adapter_for(r)]]
+    flat = [text for texts in per_row for text in texts]
+    limit_tok = Tokenizer.from_file(str(s.tokenizer / "tokenizer.json"))
+    counter = TokenCounter(str(s.tokenizer))
+    reference_tok = AutoTokenizer.from_pretrained(str(s.tokenizer))
+
+    def limit():
+        return measure_call(lambda: limit_tok.encode_batch(flat, add_special_tokens=False))[0]
+
+    def per_row_count():
+        return measure_call(lambda: [counter.count(texts) for texts in per_row])[0]
+
+    def in_flight():  # as compress runs it: each row counted in a worker thread, 100 rows at once
+        return measure_call(lambda: asyncio.run(_acount_window(counter, per_row, 100)))[0]
+
+    def windowed():  # proposed: the turns of 100 rows in flight counted in one call
+        return measure_call(lambda: [counter.count(sum(per_row[i : i + 100], [])) for i in range(0, len(per_row), 100)])[0]
+
+    def reference():
+        return measure_call(lambda: [[reference_tok.encode(t) for t in texts] for texts in per_row])[0]
+
+    limit(), per_row_count()  # warm up (the tokenizer's word cache, allocations)
+    runs = repeat(s.args.repeats, limit, per_row_count, in_flight, windowed, reference)
+    lim, row, fly, win, ref = (median_by(r, key=lambda m: m.wall) for r in runs)
+    s.limit = limit
+    rate = lambda m: f"{s.mb / m.wall:.2f} MB/s"  # noqa: E731
+    ratio = lim.wall / row.wall
+    return [
+        Figure(
+            "Counting: TokenCounter.count per row", rate(row), f"one encode_batch: {rate(lim)}", ratio,
+            ">= 0.9", ratio >= 0.9, rate(ref), ref.wall / row.wall, others(sum(runs[:2], [])),
+            f"{len(flat)} turns of {len(s.rows)} rows",
+        ),
+        Figure(
+            "Counting: count per row in worker threads, 100 rows in flight", rate(fly), f"one encode_batch: {rate(lim)}",
+            lim.wall / fly.wall, ">= 0.9", lim.wall / fly.wall >= 0.9, rate(ref), ref.wall / fly.wall,
+            others(runs[2]), "as compress_turns runs it (asyncio.to_thread)",
+        ),
+        Figure(
+            "Counting (proposed): one count() per 100 rows", rate(win), f"one encode_batch: {rate(lim)}",
+            lim.wall / win.wall, ">= 0.9", lim.wall / win.wall >= 0.9, rate(ref), ref.wall / win.wall,
+            others(runs[3]), "what counting across the rows in flight would give",
+        ),
+    ]
+
+
+async def _acount_window(counter, per_row: list[list[str]], window: int) -> None:
+    gate = asyncio.Semaphore(window)
+
+    async def one(texts):
+        async with gate:  # what the row core does per row (TokenCounter.acount, or to_thread of count)
+            await asyncio.to_thread(counter.count, texts)
+
+    await asyncio.gather(*(one(texts) for texts in per_row))
+
+
+# ---------------------------------------------------------------- whole runs (subprocesses)
+
+
+def trajcomp_args(s: Setup, src: Path, out: Path, target: int) -> list[str]:
+    return [
+        sys.executable, "-m", "trajcomp.cli", "compress", str(src), "-o", str(out), "--tokenizer", str(s.tokenizer),
+        "--target-max-tokens", str(target), "--summary-target-tokens", str(s.args.summary_target),
+        "--summarizer", "openai", "--base-url", s.server_url, "--model", "test-model",
+        "--concurrency", str(s.args.concurrency), "-q",
+    ]
+
+
+def reference_args(s: Setup, src: Path, out: Path, target: int) -> list[str]:
+    return [
+        sys.executable, str(ROOT / "scripts" / "reference_approach.py"), str(src), str(out),
+        "--tokenizer", str(s.tokenizer), "--base-url", s.server_url, "--target", str(target),
+        "--summary-target", str(s.args.summary_target), "--concurrency", str(s.args.concurrency),
+    ]
+
+
+@dataclass
+class Run:
+    m: Measurement
+    rows: int
+    seconds: float  # the run itself (trajcomp's report), or the wall time with start-up (reference)
+    calls: int
+    max_in_flight: int
+
+
+def run_trajcomp(s: Setup, src: Path, target: int, suffix: str = ".jsonl") -> Run:
+    with tempfile.TemporaryDirectory(dir=s.work) as tmp:
+        out = Path(tmp) / f"out{suffix}"
+        server_reset(s)
+        m, _ = measure_command(trajcomp_args(s, src, out, target), (s.server_pid,), cwd=ROOT, env=_env())
+        report = json.loads((Path(tmp) / "out_metrics.json").read_text())
+        stats = server_stats(s)
+    rows = report["rows"]["read"]
+    return Run(m, rows, report["processing"]["duration_seconds"], stats["requests"], stats["max_in_flight"])
+
+
+def run_reference(s: Setup, src: Path, target: int) -> Run:
+    with tempfile.TemporaryDirectory(dir=s.work) as tmp:
+        server_reset(s)
+        m, _ = measure_command(reference_args(s, src, Path(tmp) / "out.jsonl", target), (s.server_pid,), cwd=ROOT, env=_env())
+        stats = server_stats(s)
+        rows = sum(1 for _ in open(Path(tmp) / "out.jsonl", "rb"))
+    return Run(m, rows, m.wall, stats["requests"], stats["max_in_flight"])
+
+
+def _env() -> dict:
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"}
+
+
+def pass_through(s: Setup) -> list[Figure]:
+    target = percentile(s.counts, 0.9)
+    parquet = bench_data.parquet(s.data)
+    lims, *runs = repeat(
+        s.args.repeats,
+        s.limit,
+        lambda: run_trajcomp(s, s.data, target),
+        lambda: run_trajcomp(s, parquet, target, ".parquet"),
+        lambda: run_reference(s, s.data, target),
+    )
+    jsonl, pq, ref = (median_by(r, key=lambda run: run.seconds) for r in runs)
+    under = sum(c <= target for c in s.counts) / len(s.counts)
+    limit_rate = limit_alongside(s, lims)
+    limit = f"counting limit {limit_rate:.1f} rows/s (measured alongside)"
+    figures = []
+    for label, run, reps in (("JSONL", jsonl, runs[0]), ("Parquet", pq, runs[1])):
+        rate = run.rows / run.seconds
+        figures.append(Figure(
+            f"Pass-through, {label} ({under:.0%} of rows under target)",
+            f"{rate:.1f} rows/s, {s.mb / run.seconds:.2f} MB/s", limit, rate / limit_rate, ">= 0.9",
+            rate / limit_rate >= 0.9,
+            f"{ref.rows / ref.seconds:.1f} rows/s (wall)" if label == "JSONL" else "(JSONL only)",
+            ref.seconds / run.m.wall if label == "JSONL" else None, others([r.m for r in reps]),
+            f"wall with start-up {run.m.wall:.1f} s; {run.calls} summaries",
+        ))
+    return figures
+
+
+def limit_alongside(s: Setup, limits: list[Measurement]) -> float:
+    """The counting limit in rows/s from the measurements interleaved with a figure's runs (median)."""
+    return len(s.rows) / statistics.median(m.wall for m in limits)
+
+
+def summarizer_bound(s: Setup) -> list[Figure]:
+    target = s.args.bound_target
+    lims, *runs = repeat(
+        s.args.repeats, s.limit, lambda: run_trajcomp(s, s.data, target), lambda: run_reference(s, s.data, target)
+    )
+    run, ref = (median_by(r, key=lambda run: run.seconds) for r in runs)
+    limit_rate = limit_alongside(s, lims)
+    s.bound_runs = (run, ref)
+    c, latency = s.args.concurrency, s.args.latency
+    calls_per_row = run.calls / run.rows
+    endpoint_rows = (c / latency) / calls_per_row if calls_per_row else float("inf")
+    bound = min(endpoint_rows, limit_rate)
+    rate = run.rows / run.seconds
+    which = "C/L" if endpoint_rows <= limit_rate else "counting limit"
+    in_flight_ok = run.max_in_flight >= 0.9 * c if which == "C/L" else True
+    return [Figure(
+        f"Summarizer-bound: openai, L={latency:g} s, C={c}",
+        f"{rate:.1f} rows/s, {run.calls / run.seconds:.1f} calls/s, {run.max_in_flight} in flight",
+        f"min(C/L = {c / latency:.0f} calls/s, {limit_rate:.1f} rows/s) = {bound:.1f} rows/s ({which})",
+        rate / bound, ">= 0.9; in flight >= 0.9 C when C/L binds", rate / bound >= 0.9 and in_flight_ok,
+        f"{ref.rows / ref.seconds:.1f} rows/s (wall), {ref.max_in_flight} in flight",
+        ref.seconds / run.m.wall, others([r.m for r in runs[0]]),
+        f"{run.calls} calls for {run.rows} rows; trajcomp wall with start-up {run.m.wall:.1f} s",
+    )]
+
+
+def memory(s: Setup) -> list[Figure]:
+    n = s.args.memory_rows
+    small = bench_data.jsonl(s.work / "data", n, s.args.seed)
+    large = bench_data.jsonl(s.work / "data", 10 * n, s.args.seed)
+    target = s.args.bound_target
+    if small == s.data:  # the summarizer-bound runs were these
+        t_small, r_small = (run.m for run in s.bound_runs)
+    else:
+        t_small, r_small = run_trajcomp(s, small, target).m, run_reference(s, small, target).m
+    t_large, r_large = run_trajcomp(s, large, target).m, run_reference(s, large, target).m
+    ratio = t_large.peak_rss_mb / t_small.peak_rss_mb
+    mb = lambda m: f"{m.peak_rss_mb:.0f} MB"  # noqa: E731
+    return [Figure(
+        f"Memory: peak RSS of the process tree, {n} -> {10 * n} rows, C={s.args.concurrency}",
+        f"{mb(t_small)} -> {mb(t_large)} (x{ratio:.2f})", "ratio <= 1.2, < 300 MB", ratio,
+        "<= 1.2 and < 300 MB", ratio <= 1.2 and t_large.peak_rss_mb < 300,
+        f"{mb(r_small)} -> {mb(r_large)} (x{r_large.peak_rss_mb / r_small.peak_rss_mb:.2f})",
+        r_large.peak_rss_mb / t_large.peak_rss_mb, others([t_small, t_large]),
+        f"input {small.stat().st_size / 1e6:.0f} -> {large.stat().st_size / 1e6:.0f} MB; one run each",
+    )]
+
+
+def profiles(s: Setup) -> None:
+    with tempfile.TemporaryDirectory(dir=s.work) as tmp:
+        for name, target in (("pass-through (JSONL)", percentile(s.counts, 0.9)), ("summarizer-bound", s.args.bound_target)):
+            server_reset(s)
+            args = trajcomp_args(s, s.data, Path(tmp) / f"{len(s.profiles)}.jsonl", target)
+            s.profiles[name] = bench_profile.record(args, Path(tmp) / f"{len(s.profiles)}.txt")
+
+
+def percentile(values: list[int], q: float) -> int:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+# ---------------------------------------------------------------- the fake endpoint (its own process)
+
+
+def start_server(latency: float) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "openai_server.py"), "--port", "0", "--latency", str(latency)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    line = proc.stdout.readline()
+    if not line.startswith("LISTENING "):
+        proc.kill()
+        raise RuntimeError(f"the fake server did not start: {line!r}")
+    return proc, line.split()[1]
+
+
+def _control(s: Setup, path: str, method: str = "GET") -> dict:
+    url = s.server_url.removesuffix("/v1") + path
+    with urllib.request.urlopen(urllib.request.Request(url, method=method, data=b"{}" if method == "POST" else None)) as r:
+        return json.loads(r.read() or b"{}")
+
+
+def server_reset(s: Setup) -> None:
+    _control(s, "/_control/reset", "POST")
+
+
+def server_stats(s: Setup) -> dict:
+    return _control(s, "/_control/stats")
+
+
+# ---------------------------------------------------------------- the table
+
+
+def machine(tokenizer: Path) -> dict[str, str]:
+    import tokenizers
+
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    mem = next((int(l.split()[1]) for l in open("/proc/meminfo") if l.startswith("MemTotal")), 0)
+    return {
+        "CPU": f"{cpu}, {CORES} cores", "memory": f"{mem / 2**20:.0f} GiB",
+        "Python": platform.python_version(), "tokenizers": tokenizers.__version__,
+        "tokenizer": str(tokenizer.relative_to(ROOT) if tokenizer.is_relative_to(ROOT) else tokenizer),
+        "measured": time.strftime("%Y-%m-%d %H:%M %Z"),
+        "load average at start": " ".join(open("/proc/loadavg").read().split()[:3]),
+    }
+
+
+def table(figures: list[Figure]) -> str:
+    head = "| figure | trajcomp | bound | ratio | goal | met | reference's approach | trajcomp ÷ reference | others' CPU | note |"
+    lines = [head, "|" + " --- |" * 10]
+    for f in figures:
+        met = "" if f.met is None else ("yes" if f.met else "**no**")
+        lines.append(
+            f"| {f.name} | {f.trajcomp} | {f.bound} | {_num(f.ratio)} | {f.goal} | {met} | {f.reference} "
+            f"| {_num(f.vs_reference)} | {f.others} | {f.note} |"
+        )
+    return "\n".join(lines)
+
+
+def _num(x: float | None) -> str:
+    return "" if x is None else f"{x:.2f}"
+
+
+def profile_text(profiles: dict) -> str:
+    out = []
+    for name, p in profiles.items():
+        out.append(f"**{name}** ({p.samples} busy samples at 100/s, all threads; main thread: {p.main_thread_share:.0%})\n")
+        out.append("| kind of work | share |\n| --- | --- |")
+        out += [f"| {k} | {v:.0%} |" for k, v in p.kinds if v >= 0.005]
+        out.append("\n| hottest functions (self) | share |\n| --- | --- |")
+        out += [f"| `{f}` | {v:.0%} |" for f, v in p.functions]
+        out.append("")
+    return "\n".join(out)
+
+
+def write_doc(path: Path, sections: list[tuple[dict, list[Figure], dict]], command: str, notes: Path) -> None:
+    parts = [
+        "# Benchmarks\n",
+        "Written by `make bench` (`scripts/bench.py`); do not edit by hand: the notes come from",
+        f"`{notes.relative_to(ROOT)}`.\n",
+        f"Command: `{command}`\n",
+    ]
+    for info, figures, profs in sections:
+        parts.append("## Machine\n\n" + "\n".join(f"- {k}: {v}" for k, v in info.items()) + "\n")
+        parts.append("## Figures\n\n" + table(figures) + "\n")
+        if profs:
+            parts.append("## Where the time goes (py-spy)\n\n" + profile_text(profs))
+    if notes.exists():
+        parts.append(notes.read_text())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(parts))
+
+
+# ---------------------------------------------------------------- main
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rows", type=int, default=600, help="rows of the main data set (about 43 KB each)")
+    p.add_argument("--memory-rows", type=int, default=300, help="N of the memory figure (N and 10N rows)")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--latency", type=float, default=0.2, help="the fake endpoint's latency L, seconds")
+    p.add_argument("--concurrency", type=int, default=50)
+    p.add_argument("--summary-target", type=int, default=300)
+    p.add_argument("--bound-target", type=int, default=1000, help="target_max_tokens where every row needs a summary")
+    p.add_argument("--tokenizer", type=Path, action="append", help="tokenizer folder (repeatable; default the demo one)")
+    p.add_argument("--profile", action="store_true", help="profile two runs with py-spy")
+    p.add_argument("--render-only", action="store_true", help="write the document again from the last run's figures")
+    p.add_argument("--quick", action="store_true", help="a seconds-long smoke run (CI): tiny data, one repeat")
+    p.add_argument("--work", type=Path, default=ROOT / ".cache" / "bench", help="data and scratch folder")
+    p.add_argument("--out", type=Path, default=ROOT / "docs" / "BENCHMARKS.md")
+    p.add_argument("--notes", type=Path, default=ROOT / "docs" / "benchmarks_notes.md")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.rows, args.memory_rows, args.repeats, args.latency, args.concurrency = 12, 12, 1, 0.05, 8
+        args.profile = False
+    args.tokenizer = args.tokenizer or [DEMO_TOKENIZER]
+    return args
+
+
+def bench(args: argparse.Namespace, tokenizer: Path, server: tuple[subprocess.Popen, str]) -> tuple[dict, list[Figure], dict]:
+    from trajcomp.tokens import TokenCounter
+
+    info = machine(tokenizer)
+    data = bench_data.jsonl(args.work / "data", args.rows, args.seed)
+    rows = bench_data.load(data)
+    counter = TokenCounter(str(tokenizer))
+    counts = [sum(counter.count(bench_data.turn_texts(r))) for r in rows]
+    s = Setup(args, tokenizer, data, rows, counts, server[1], server[0].pid, args.work)
+    info["data"] = f"{len(rows)} rows, {s.mb:.1f} MB, {statistics.mean(len(r['conversations']) for r in rows):.0f} turns a row, seed {args.seed}"
+    figures = []
+    for measure in (counting, pass_through, summarizer_bound, memory):
+        figures += (measured := measure(s))
+        print("\n".join(table(measured).splitlines()[2:]), file=sys.stderr, flush=True)  # progress
+    if args.profile and bench_profile.available():
+        profiles(s)
+    return info, figures, s.profiles
+
+
+def save(path: Path, command: str, sections: list) -> None:
+    """The measured figures, so --render-only can write the document again (after editing the notes)."""
+    data = [[info, [vars(f) for f in figures], {k: vars(p) for k, p in profs.items()}] for info, figures, profs in sections]
+    path.write_text(json.dumps({"command": command, "sections": data}, indent=1))
+
+
+def load(path: Path) -> tuple[str, list]:
+    data = json.loads(path.read_text())
+    sections = [
+        (info, [Figure(**f) for f in figures], {k: bench_profile.Profile(**p) for k, p in profs.items()})
+        for info, figures, profs in data["sections"]
+    ]
+    return data["command"], sections
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    args.work.mkdir(parents=True, exist_ok=True)
+    last = args.work / "last_run.json"
+    if args.render_only:
+        command, sections = load(last)
+        write_doc(args.out, sections, command, args.notes)
+        return
+    started = time.monotonic()
+    server = start_server(args.latency)
+    try:
+        sections = [bench(args, Path(t).resolve(), server) for t in args.tokenizer]
+    finally:
+        server[0].terminate()
+        server[0].wait()
+    command = ("python scripts/bench.py " + " ".join(sys.argv[1:] if argv is None else argv)).strip()
+    save(last, command, sections)
+    write_doc(args.out, sections, command, args.notes)
+    for info, figures, _ in sections:
+        print("\n".join(f"{k}: {v}" for k, v in info.items()))
+        print(table(figures))
+    print(f"wrote {args.out} in {time.monotonic() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

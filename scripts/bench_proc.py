@@ -1,0 +1,141 @@
+"""Measuring on a shared machine: wall time, CPU of what is measured, peak RSS of a process tree,
+and how much CPU every other process took meanwhile (from /proc/stat), so noisy figures say so.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+CORES = os.cpu_count() or 1
+_TICK = os.sysconf("SC_CLK_TCK")
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+@dataclass
+class Measurement:
+    """One measured run: wall seconds, CPU seconds of what was measured, its peak RSS, others' CPU."""
+
+    wall: float
+    cpu: float
+    peak_rss_mb: float = 0.0
+    others_cpu: float = 0.0  # CPU seconds every other process on the machine used meanwhile
+    helper_cpu: float = 0.0  # CPU seconds of the helper processes the run needs (the fake server)
+
+    @property
+    def others_share(self) -> float:
+        """Others' CPU as a share of the machine's capacity during the run (0.5 = one of two cores)."""
+        return self.others_cpu / (self.wall * CORES) if self.wall > 0 else 0.0
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds the whole machine has spent busy since boot (all cores, /proc/stat)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
+    return (user + nice + system + irq + softirq + steal) / _TICK
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """utime + stime of one live process (0 once it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def tree_rss_bytes(root: int) -> int:
+    """Resident memory of `root` and all its descendants (one /proc scan)."""
+    parents: dict[int, int] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                stat = Path(entry.path, "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat[stat.rindex(")") + 2 :].split()[1])
+    tree, frontier = {root}, [root]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent and pid not in tree]
+        tree.update(children)
+        frontier.extend(children)
+    total = 0
+    for pid in tree:
+        try:
+            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * _PAGE
+        except OSError:
+            pass
+    return total
+
+
+class _Window:
+    """Machine-wide and own CPU counters at the start of a measurement."""
+
+    def __init__(self, helpers: tuple[int, ...]):
+        self.helpers = helpers
+        self.busy = machine_busy_seconds()
+        self.own = _own_cpu()
+        self.helper = sum(process_cpu_seconds(p) for p in helpers)
+        self.clock = time.perf_counter()
+
+    def close(self, measured_cpu: float, peak: int = 0, own_is_measured: bool = False) -> Measurement:
+        wall = time.perf_counter() - self.clock
+        busy = machine_busy_seconds() - self.busy
+        own = _own_cpu() - self.own  # this script's sampling thread (or the in-process work itself)
+        helper = sum(process_cpu_seconds(p) for p in self.helpers) - self.helper
+        harness = 0.0 if own_is_measured else own
+        others = max(0.0, busy - measured_cpu - helper - harness)
+        return Measurement(wall, measured_cpu, peak / 2**20, others, helper)
+
+
+def _own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measure_call(fn: Callable[[], object], helpers: tuple[int, ...] = ()) -> tuple[Measurement, object]:
+    """Run fn in this process (all its threads count as measured CPU)."""
+    window = _Window(helpers)
+    result = fn()
+    return window.close(_own_cpu() - window.own, own_is_measured=True), result
+
+
+def measure_command(
+    args: list[str], helpers: tuple[int, ...] = (), cwd: Path | None = None, env: dict | None = None,
+    interval: float = 0.05,
+) -> tuple[Measurement, subprocess.CompletedProcess]:
+    """Run a command; its whole process tree's CPU and peak RSS (sampled every `interval` s) are measured."""
+    window = _Window(helpers)
+    children = _children_cpu()
+    proc = subprocess.Popen(args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    peak = [0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(interval):
+            peak[0] = max(peak[0], tree_rss_bytes(proc.pid))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stdout, stderr = proc.communicate()
+    done.set()
+    sampler.join()
+    measurement = window.close(_children_cpu() - children, peak[0])
+    completed = subprocess.CompletedProcess(args, proc.returncode, stdout.decode(), stderr.decode())
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(args[:4])}... exited {proc.returncode}:\n{completed.stderr[-2000:]}")
+    return measurement, completed

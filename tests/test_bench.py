@@ -1,0 +1,27 @@
+"""`scripts/bench.py --quick` runs end to end and writes its table. Timings are never asserted."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+FIGURES = ("Counting", "Pass-through, JSONL", "Pass-through, Parquet", "Summarizer-bound", "Memory")
+
+
+def test_quick_bench_writes_its_table(tmp_path):
+    out = tmp_path / "BENCHMARKS.md"
+    result = subprocess.run(
+        [sys.executable, "scripts/bench.py", "--quick", "--work", str(tmp_path / "work"), "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=280,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    doc = out.read_text()
+    assert "| figure | trajcomp | bound | ratio |" in doc
+    assert "python scripts/bench.py --quick" in doc
+    for figure in FIGURES:
+        assert f"| {figure}" in doc, figure
+        assert f"| {figure}" in result.stdout, figure  # the table is printed too
+    assert "Python: " in doc and "cores" in doc
