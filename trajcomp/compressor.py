@@ -160,7 +160,7 @@ class TrajectoryCompressor:
 
     async def _measure(self, native, fmt, turns: Sequence[Turn], costs_above: int | None) -> Measured:
         messages = fmt.chat_messages(native, self.config.chat_roles) if self.lengths.mode == "chat_template" else ()
-        return await asyncio.to_thread(self.lengths.measure, [t.text for t in turns], messages, costs_above)
+        return await self.lengths.ameasure([t.text for t in turns], messages, costs_above)
 
     def _plan(self, turns: Sequence[Turn], measured: Measured, fmt, more: int = 0) -> Plan:
         """The region for `measured`, asking for `more` tokens of savings than the estimate says."""

@@ -18,6 +18,8 @@ from functools import partial
 from typing import Any, Sequence
 from urllib.parse import urlsplit
 
+from .batching import CoalescingCounter
+
 
 class TokenizerLoadError(RuntimeError):
     """The tokenizer could not be loaded; the message says how to fix it."""
@@ -42,6 +44,7 @@ class TokenCounter:
         # The Rust tokenizer behind the fast tokenizer: encode_batch runs in parallel without the GIL.
         self._backend = tokenizer.backend_tokenizer
         self.info = TokenizerInfo(name_or_path, type(tokenizer).__name__, len(tokenizer))
+        self._coalesced = CoalescingCounter(self.count)
 
     @classmethod
     def for_config(cls, cfg) -> "TokenCounter":
@@ -70,8 +73,8 @@ class TokenCounter:
         return [len(e.ids) for e in encodings]
 
     async def acount(self, texts: Sequence[str]) -> list[int]:
-        """`count` in a worker thread, so the event loop keeps serving HTTP calls."""
-        return await asyncio.to_thread(self.count, texts)
+        """`count` off the event loop, in one call together with the other rows' requests meanwhile."""
+        return await self._coalesced.count(texts)
 
 
 def _read_template(path: str) -> str:
@@ -103,6 +106,11 @@ class TurnLengths:
         counts = self.counter.count(texts)
         return Measured(sum(counts), counts)
 
+    async def ameasure(self, texts: Sequence[str], messages: Sequence[dict[str, Any]], costs_above: int | None) -> Measured:
+        """`measure` off the event loop, counted together with the other rows in flight."""
+        counts = await self.counter.acount(texts)
+        return Measured(sum(counts), counts)
+
     def turn_markup(self, chat_role: str) -> int:
         return 0  # bare values: a turn costs its text and nothing more
 
@@ -129,6 +137,10 @@ class TemplateLengths:
         if costs_above is None or len(encoding.ids) <= costs_above:
             return Measured(len(encoding.ids))
         return self.costs(messages, text, encoding)
+
+    async def ameasure(self, texts: Sequence[str], messages: Sequence[dict[str, Any]], costs_above: int | None) -> Measured:
+        """`measure` in a worker thread: rendering is Python work the event loop must not wait for."""
+        return await asyncio.to_thread(self.measure, texts, messages, costs_above)
 
     def turn_markup(self, chat_role: str) -> int:
         """About how many tokens the template adds around a turn of `chat_role` (0 if it cannot tell)."""

@@ -1,0 +1,119 @@
+"""The coalescing counter: the rows in flight are counted together, each gets exactly its own counts."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from conftest import DEMO_TOKENIZER, SAMPLES, read_jsonl
+
+from trajcomp.batching import MAX_TEXTS, CoalescingCounter
+from trajcomp.tokens import TokenCounter
+
+
+@pytest.fixture(scope="module")
+def counter() -> TokenCounter:
+    return TokenCounter(str(DEMO_TOKENIZER))
+
+
+def rows_texts() -> list[list[str]]:
+    return [[t["value"] for t in row["conversations"]] for row in read_jsonl(SAMPLES / "hermes_coding_runs.jsonl")]
+
+
+class Recorded:
+    """The real count, recording each call's size and thread; `gate` holds calls until set."""
+
+    def __init__(self, counter: TokenCounter):
+        self.counter, self.calls, self.threads = counter, [], set()
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def __call__(self, texts: list[str]) -> list[int]:
+        self.gate.wait(10)
+        self.calls.append(len(texts))
+        self.threads.add(threading.current_thread().name)
+        return self.counter.count(texts)
+
+
+def test_rows_in_flight_share_tokenizer_calls_and_get_their_own_counts(counter):
+    per_row = rows_texts()
+    recorded = Recorded(counter)
+    coalescing = CoalescingCounter(recorded)
+
+    async def run():
+        recorded.gate.clear()  # the first call holds until every row has asked
+        tasks = [asyncio.ensure_future(coalescing.count(texts)) for texts in per_row]
+        await asyncio.sleep(0.05)
+        recorded.gate.set()
+        return await asyncio.gather(*tasks)
+
+    results = asyncio.run(run())
+    assert results == [counter.count(texts) for texts in per_row]
+    # Every row asked before the first call started: one call for all (fewer than MAX_TEXTS texts).
+    assert recorded.calls == [sum(map(len, per_row))]
+    assert sum(map(len, per_row)) < MAX_TEXTS
+    assert len(recorded.threads) == 1 and recorded.threads.pop().startswith("trajcomp-count")
+
+
+def test_a_batch_never_exceeds_max_texts_and_a_lone_row_is_counted_at_once(counter):
+    recorded = Recorded(counter)
+    coalescing = CoalescingCounter(recorded)
+    big = ["a b c"] * (MAX_TEXTS // 2 + 1)
+
+    async def run():
+        recorded.gate.clear()
+        tasks = [asyncio.ensure_future(coalescing.count(big)) for _ in range(4)]
+        await asyncio.sleep(0.05)
+        recorded.gate.set()
+        await asyncio.gather(*tasks)
+        return await coalescing.count(["one"])  # nothing else in flight: its own call, no waiting
+
+    assert asyncio.run(run()) == counter.count(["one"])
+    assert recorded.calls == [len(big)] * 4 + [1]
+
+
+def test_a_cancelled_row_leaves_the_others_theirs(counter):
+    recorded = Recorded(counter)
+    coalescing = CoalescingCounter(recorded)
+
+    async def run():
+        recorded.gate.clear()
+        first = asyncio.ensure_future(coalescing.count(["x y"]))
+        await asyncio.sleep(0.01)
+        doomed = asyncio.ensure_future(coalescing.count(["will be cancelled"]))
+        kept = asyncio.ensure_future(coalescing.count(["kept row"]))
+        await asyncio.sleep(0.01)
+        doomed.cancel()
+        recorded.gate.set()
+        return await first, await kept, await asyncio.gather(doomed, return_exceptions=True)
+
+    first, kept, (doomed,) = asyncio.run(run())
+    assert first == counter.count(["x y"]) and kept == counter.count(["kept row"])
+    assert isinstance(doomed, asyncio.CancelledError)
+
+
+def test_a_failing_call_fails_only_its_batch(counter):
+    calls = []
+
+    def flaky(texts):
+        calls.append(texts)
+        if "boom" in texts:
+            raise ValueError("tokenizer broke")
+        return counter.count(texts)
+
+    coalescing = CoalescingCounter(flaky)
+
+    async def run():
+        bad = await asyncio.gather(coalescing.count(["boom"]), return_exceptions=True)
+        return bad, await coalescing.count(["fine"])
+
+    (bad,), fine = asyncio.run(run())
+    assert isinstance(bad, ValueError) and fine == counter.count(["fine"])
+
+
+def test_one_counter_serves_one_event_loop_after_another(counter):
+    """A TokenCounter outlives event loops (tests, a worker's loop): each loop gets its own queue."""
+    for _ in range(3):
+        assert asyncio.run(counter.acount(["hello world"])) == counter.count(["hello world"])

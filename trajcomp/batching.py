@@ -1,0 +1,86 @@
+"""Count the texts of many rows in one tokenizer call: the requests of the rows in flight are coalesced.
+
+A row asks for its turns' counts and awaits them. While one `encode_batch` runs on the counting
+thread, the requests that arrive meanwhile wait, and all go together into the next call: a batch
+grows with the number of rows in flight, without any timer, and a lone row is never kept waiting.
+Large batches are what the Rust tokenizer is fast at (its own threads use every core), and the
+event loop stays free to serve HTTP calls while it counts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Sequence
+
+MAX_TEXTS = 8192  # per tokenizer call: bounds the memory of one batch's encodings
+
+
+class CoalescingCounter:
+    """`await count(texts)` from any number of tasks; one counting thread, one call per batch."""
+
+    def __init__(self, count: Callable[[list[str]], list[int]]):
+        self._count = count
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trajcomp-count")
+        # Futures belong to one event loop: each loop (a test's asyncio.run, a worker's loop) has its queue.
+        self._queues: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Queue] = weakref.WeakKeyDictionary()
+
+    async def count(self, texts: Sequence[str]) -> list[int]:
+        loop = asyncio.get_running_loop()
+        queue = self._queues.get(loop)
+        if queue is None:
+            queue = self._queues[loop] = _Queue(self._count, self._thread)
+        return await queue.submit(list(texts))
+
+
+class _Queue:
+    def __init__(self, count: Callable[[list[str]], list[int]], thread: ThreadPoolExecutor):
+        self._count, self._thread = count, thread
+        self._waiting: list[tuple[list[str], asyncio.Future]] = []
+        self._drainer: asyncio.Task | None = None
+
+    async def submit(self, texts: list[str]) -> list[int]:
+        if not texts:
+            return []
+        future = asyncio.get_running_loop().create_future()
+        self._waiting.append((texts, future))
+        if self._drainer is None:
+            self._drainer = asyncio.get_running_loop().create_task(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        batch: list[tuple[list[str], asyncio.Future]] = []
+        try:
+            while self._waiting:
+                batch = self._take()
+                texts = [text for texts, _ in batch for text in texts]
+                try:
+                    counts = await asyncio.get_running_loop().run_in_executor(self._thread, self._count, texts)
+                except Exception as exc:  # every row of the batch learns why
+                    for _, future in batch:
+                        if not future.done():
+                            future.set_exception(exc)
+                    continue
+                start = 0
+                for texts, future in batch:
+                    if not future.done():  # a row cancelled meanwhile (Ctrl-C) wants nothing
+                        future.set_result(counts[start : start + len(texts)])
+                    start += len(texts)
+        except BaseException:  # cancelled itself (the loop is closing): no request may wait forever
+            for _, future in batch + self._waiting:
+                future.cancel()
+            self._waiting = []
+            raise
+        finally:
+            self._drainer = None
+
+    def _take(self) -> list[tuple[list[str], asyncio.Future]]:
+        """The oldest requests, up to MAX_TEXTS texts (at least one request)."""
+        size, n = 0, 0
+        for texts, _ in self._waiting:
+            if n and size + len(texts) > MAX_TEXTS:
+                break
+            size, n = size + len(texts), n + 1
+        batch, self._waiting = self._waiting[:n], self._waiting[n:]
+        return batch
