@@ -314,7 +314,8 @@ def test_cli_resumes_a_dataset_folder_run_to_the_same_bytes(tmp_path, bpe_tokeni
 
     src = tmp_path / "ds"
     datasets.Dataset.from_list([hermes_row(i) for i in range(12)]).save_to_disk(src)
-    with ServerThread(latency=0.05) as server:
+    # Calls slow enough that the rows after the second part cannot all finish before the freeze.
+    with ServerThread(latency=0.15) as server:
         ref = tmp_path / "ref" / "out"
         assert run_cli(*resume_args(src, ref, bpe_tokenizer, server.base_url, "--no-cache")).code == 0
         out = tmp_path / "run" / "out"

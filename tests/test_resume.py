@@ -60,9 +60,9 @@ def start(argv: list[str]) -> subprocess.Popen:
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
-def wait_for_parts(work: Path, parts: int, proc: subprocess.Popen, timeout: float = 120) -> None:
+def wait_for_parts(out: Path, parts: int, proc: subprocess.Popen, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
-    while len(list(work.glob("file-*/*.done.json"))) < parts:
+    while sum(len(list(work.glob("file-*/*.done.json"))) for work in work_folders(out)) < parts:
         assert proc.poll() is None, "the run ended before it could be interrupted"
         assert time.monotonic() < deadline, "no progress"
         time.sleep(0.05)
@@ -77,16 +77,16 @@ def thaw(server: ServerThread) -> None:
     server.set_faults(hang_first_n=0)
 
 
-def work_folder(out: Path) -> Path:
-    """The work folder of a run writing `out` (a file, or a folder when it has no suffix)."""
-    return out / ".trajcomp-work" if not out.suffix else out.parent / f".{out.name}.trajcomp-work"
+def work_folders(out: Path) -> list[Path]:
+    """Where a run writing `out` keeps its work: beside an output file or dataset folder, inside an output folder."""
+    return [out.parent / f".{out.name}.trajcomp-work", out / ".trajcomp-work"]
 
 
 def run_held_midway(server: ServerThread, src: Path, out: Path, tok: Path, parts: int, *extra: str,
                     seconds: float = 3600) -> subprocess.Popen:
     """A real run (`extra` flags added) with `parts` parts done, then held there: its calls hang `seconds` (see freeze)."""
     proc = start(args(src, out, tok, server.base_url, *extra))
-    wait_for_parts(work_folder(out), parts, proc)
+    wait_for_parts(out, parts, proc)
     freeze(server, seconds)
     return proc
 
