@@ -176,9 +176,11 @@ class TrajectoryCompressor:
         tally, best, last = _Tally(), None, None
         stated, previous, covered, more = budget, None, 0, 0
         while True:
+            region = turns[p.start : p.end]
+            ids = await asyncio.to_thread(self._identifiers, region)
             request = SummaryRequest(
-                tuple(turns[p.start : p.end]), budget, self.config.per_trajectory_timeout,
-                None if stated == budget else stated, previous, covered,
+                tuple(region), budget, self.config.per_trajectory_timeout, None if stated == budget else stated,
+                previous, covered, tuple(measured.costs[p.start : p.end]), ids,
             )
             try:
                 sourced = await self._summarize(request)
@@ -191,7 +193,7 @@ class TrajectoryCompressor:
                     )
                 break  # an earlier pass's summary stands
             tally.add(sourced.summary.api_calls, sourced.summary.errors)
-            last = await self._attempt(native, fmt, turns, measured, p, sourced)
+            last = await self._attempt(native, fmt, turns, measured, p, sourced, ids)
             if best is None or last.tokens < best.tokens:
                 best = last
             if last.tokens <= target or tally.passes >= self.config.max_passes:
@@ -210,8 +212,8 @@ class TrajectoryCompressor:
                     break  # the region is as wide as it may be and the summary within its budget
         return self._result(native, measured, best, last, tally)
 
-    async def _attempt(self, native, fmt, turns, measured: Measured, p: Plan, sourced: _Sourced) -> _Attempt:
-        ids, body, out, changed = await asyncio.to_thread(self._assemble, native, fmt, turns, p, sourced.summary.text)
+    async def _attempt(self, native, fmt, turns, measured: Measured, p: Plan, sourced: _Sourced, ids) -> _Attempt:
+        body, out, changed = await asyncio.to_thread(self._assemble, native, fmt, turns, p, sourced.summary.text, ids)
         if self.lengths.mode == "turns":  # a turn's count does not depend on its neighbours: count what changed
             costs = measured.costs
             changed_counts = await self.counter.acount([text for _, text in changed])
@@ -221,13 +223,15 @@ class TrajectoryCompressor:
             tokens = (await self._measure(out, fmt, fmt.turns(out), costs_above=None)).total
         return _Attempt(out, tokens, p, body, sourced, ids)
 
-    def _assemble(self, native, fmt, turns, p: Plan, summary: str):
-        """The region's identifiers, the summary body with its index, and the new turns (CPU work: off the loop)."""
-        # A secret is no identifier to keep: the index never writes what redaction would hide.
+    def _identifiers(self, region: Sequence[Turn]) -> tuple[str, ...]:
+        """The region's identifiers; a secret is none: the index never writes what redaction would hide."""
         secrets = self.summarizer.secrets()
-        ids = [i for i in identifiers.extract(turns[p.start : p.end]) if redact(i, *secrets) == i]
+        return tuple(i for i in identifiers.extract(region) if redact(i, *secrets) == i)
+
+    def _assemble(self, native, fmt, turns, p: Plan, summary: str, ids):
+        """The summary body with its identifier index, and the new turns (CPU work: off the loop)."""
         body = identifiers.with_index(summary, ids, self._body_budget, self.counter.count)
-        return (ids, body, *assemble(native, fmt, turns, p, body, self._notice()))
+        return (body, *assemble(native, fmt, turns, p, body, self._notice()))
 
     def _result(self, native, measured: Measured, best: _Attempt, last: _Attempt, tally: _Tally):
         p, sourced = best.plan, best.sourced

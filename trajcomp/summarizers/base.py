@@ -24,6 +24,10 @@ class SummaryRequest:
     # the turns after them rather than summarizing a summary blindly.
     previous: str | None = None
     covered: int = 0
+    # The turns' token counts when the caller has them (the row core does): no need to count again.
+    costs: tuple[int, ...] | None = None
+    # The turns' identifiers (identifiers.extract), when the caller has them: the summary's index lists them.
+    identifiers: tuple[str, ...] | None = None
 
     @property
     def stated(self) -> int:

@@ -55,7 +55,8 @@ class ExtractiveSummarizer(Summarizer):
     def summarize_sync(self, request: SummaryRequest) -> Summary:
         # Room is left for the identifier index the compressor appends (identifiers.py), up to half
         # the budget: exact paths, hashes and numbers are what a continuing agent cannot guess back.
-        index = INDEX_HEAD + ", ".join(identifiers.extract(request.turns))
+        ids = request.identifiers if request.identifiers is not None else identifiers.extract(request.turns)
+        index = INDEX_HEAD + ", ".join(ids)
         reserve = min(int(request.target_tokens * INDEX_SHARE), self.counter.count([index])[0])
         text = fit(extract_items(request.turns), max(1, request.target_tokens - reserve), self.counter.count)
         if not text:  # never an empty summary standing in for real turns

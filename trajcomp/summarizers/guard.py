@@ -14,10 +14,11 @@ MARKER = "\n[... {n} tokens left out ...]\n"
 MIN_KEPT = 48  # tokens of a turn always sent: its opening and closing lines say what it was
 
 
-def fit_turns(turns: Sequence[Turn], room: int, counter: TokenCounter) -> list[str]:
-    """The turns' texts, the longest shortened (tool outputs first) so that together they take at most `room` tokens."""
+def fit_turns(turns: Sequence[Turn], room: int, counter: TokenCounter, costs: Sequence[int] | None = None) -> list[str]:
+    """The turns' texts, the longest shortened (tool outputs first) so that together they take at most
+    `room` tokens; `costs`, the turns' token counts when known, spare counting them again."""
     texts = [t.text for t in turns]
-    costs = counter.count(texts)
+    costs = list(costs) if costs is not None else counter.count(texts)
     for pool in ([i for i, t in enumerate(turns) if t.role == "tool"], list(range(len(turns)))):
         for _ in range(3):  # joints can merge tokens: measure again and tighten
             over = sum(costs) - room

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 from array import array
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,6 +66,9 @@ class OpenAISummarizer(Summarizer):
         # Room enough that a summary a model makes longer than asked is not cut (finish_reason: length).
         self.max_tokens = 2 * config.summary_target_tokens
         self.max_input_tokens = config.max_input_tokens or DEFAULT_CONTEXT - self.max_tokens
+        self._payloads: OrderedDict[SummaryRequest, dict[str, Any]] = OrderedDict()
+        self._payloads_lock = threading.Lock()
+        self._payloads_kept = 4 * config.max_concurrent_requests  # the requests in flight, and some
         self.latencies = array("d")
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
         self.retries = 0
@@ -76,7 +81,21 @@ class OpenAISummarizer(Summarizer):
         await self.endpoint.close()
 
     def payload(self, request: SummaryRequest) -> dict[str, Any]:
-        """The request body: fixed instructions first, so servers can reuse the shared prefix."""
+        """The request body: fixed instructions first, so servers can reuse the shared prefix.
+
+        Made once per request (the cache key and the call both need it): fitting the turns into
+        max_input_tokens counts and elides text, work worth doing once."""
+        with self._payloads_lock:
+            if request in self._payloads:
+                return self._payloads[request]
+        body = self._payload(request)
+        with self._payloads_lock:
+            self._payloads[request] = body
+            while len(self._payloads) > self._payloads_kept:
+                self._payloads.popitem(last=False)
+        return body
+
+    def _payload(self, request: SummaryRequest) -> dict[str, Any]:
         system = self.prompt_template.replace("{target_tokens}", str(request.stated))
         return {
             "model": self.config.summarization_model,
@@ -92,7 +111,8 @@ class OpenAISummarizer(Summarizer):
         note = UPDATE_NOTE.format(previous=request.previous, target_tokens=request.stated) if request.previous else ""
         fixed = self.counter.count([system, note, "".join(headers)])
         room = self.max_input_tokens - sum(fixed) - CHAT_MARKUP_TOKENS
-        texts = fit_turns(turns, room, self.counter)
+        costs = request.costs[request.covered:] if request.previous and request.costs else request.costs
+        texts = fit_turns(turns, room, self.counter, costs)
         body = "\n\n".join(header + text for header, text in zip(headers, texts))
         return f"{note}\n\n{body}" if note else body
 
@@ -103,12 +123,13 @@ class OpenAISummarizer(Summarizer):
         tally = _Tally()
         # The deadline starts once a slot is held: time spent queueing behind other rows depends
         # on the run (concurrency, load), and a row's outcome must not.
+        body = await asyncio.to_thread(self.payload, request)  # counting and eliding: not on the loop, nor in a slot
         async with self.endpoint.slot():
             # asyncio.timeout, not wait_for: on 3.11 wait_for drops a cancel (Ctrl-C, SIGTERM) that
             # arrives just as the call completes, and the run would go on instead of stopping.
             try:
                 async with asyncio.timeout(request.timeout):
-                    return await self._attempts(self.payload(request), tally)
+                    return await self._attempts(body, tally)
             except TimeoutError:
                 message = f"timed out after {request.timeout:g}s ({tally.calls} calls; last: {tally.last})"
                 raise SummaryError(message, tally.calls, tally.errors) from None
