@@ -1,10 +1,11 @@
 """Count the texts of many rows in one tokenizer call: the requests of the rows in flight are coalesced.
 
-A row asks for its turns' counts and awaits them. While one `encode_batch` runs on the counting
-thread, the requests that arrive meanwhile wait, and all go together into the next call: a batch
-grows with the number of rows in flight, without any timer, and a lone row is never kept waiting.
-Large batches are what the Rust tokenizer is fast at (its own threads use every core), and the
-event loop stays free to serve HTTP calls while it counts.
+A row asks for its turns' counts and awaits them. While a batch is counted on a counting thread,
+the requests that arrive meanwhile wait and go together into the next call: a batch grows with the
+number of rows in flight, without any timer, and a lone row is never kept waiting. Large batches
+are what the Rust tokenizer is fast at (its own threads use every core). Two batches may be counted
+at once, so the tokenizer keeps working while the event loop resolves one batch's rows and reads
+the next ones; batches are capped so that the rows in flight make more than one.
 """
 
 from __future__ import annotations
@@ -14,15 +15,16 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence
 
-MAX_TEXTS = 8192  # per tokenizer call: bounds the memory of one batch's encodings
+MAX_TEXTS = 2048  # per tokenizer call: ~60 agent rows' turns; bounds one batch's memory
+BATCHES_AT_ONCE = 2
 
 
 class CoalescingCounter:
-    """`await count(texts)` from any number of tasks; one counting thread, one call per batch."""
+    """`await count(texts)` from any number of tasks; batched tokenizer calls on counting threads."""
 
     def __init__(self, count: Callable[[list[str]], list[int]]):
         self._count = count
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trajcomp-count")
+        self._threads = ThreadPoolExecutor(max_workers=BATCHES_AT_ONCE, thread_name_prefix="trajcomp-count")
         # Futures belong to one event loop: each loop (a test's asyncio.run, a worker's loop) has its queue.
         self._queues: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Queue] = weakref.WeakKeyDictionary()
 
@@ -30,23 +32,25 @@ class CoalescingCounter:
         loop = asyncio.get_running_loop()
         queue = self._queues.get(loop)
         if queue is None:
-            queue = self._queues[loop] = _Queue(self._count, self._thread)
+            queue = self._queues[loop] = _Queue(self._count, self._threads)
         return await queue.submit(list(texts))
 
 
 class _Queue:
-    def __init__(self, count: Callable[[list[str]], list[int]], thread: ThreadPoolExecutor):
-        self._count, self._thread = count, thread
+    def __init__(self, count: Callable[[list[str]], list[int]], threads: ThreadPoolExecutor):
+        self._count, self._threads = count, threads
         self._waiting: list[tuple[list[str], asyncio.Future]] = []
-        self._drainer: asyncio.Task | None = None
+        self._drainers: set[asyncio.Task] = set()
 
     async def submit(self, texts: list[str]) -> list[int]:
         if not texts:
             return []
         future = asyncio.get_running_loop().create_future()
         self._waiting.append((texts, future))
-        if self._drainer is None:
-            self._drainer = asyncio.get_running_loop().create_task(self._drain())
+        if len(self._drainers) < BATCHES_AT_ONCE:
+            drainer = asyncio.get_running_loop().create_task(self._drain())
+            self._drainers.add(drainer)
+            drainer.add_done_callback(self._drainers.discard)
         return await future
 
     async def _drain(self) -> None:
@@ -56,7 +60,7 @@ class _Queue:
                 batch = self._take()
                 texts = [text for texts, _ in batch for text in texts]
                 try:
-                    counts = await asyncio.get_running_loop().run_in_executor(self._thread, self._count, texts)
+                    counts = await asyncio.get_running_loop().run_in_executor(self._threads, self._count, texts)
                 except Exception as exc:  # every row of the batch learns why
                     for _, future in batch:
                         if not future.done():
@@ -72,8 +76,6 @@ class _Queue:
                 future.cancel()
             self._waiting = []
             raise
-        finally:
-            self._drainer = None
 
     def _take(self) -> list[tuple[list[str], asyncio.Future]]:
         """The oldest requests, up to MAX_TEXTS texts (at least one request)."""

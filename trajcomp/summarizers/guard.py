@@ -20,15 +20,16 @@ def fit_turns(turns: Sequence[Turn], room: int, counter: TokenCounter, costs: Se
     texts = [t.text for t in turns]
     costs = list(costs) if costs is not None else counter.count(texts)
     for pool in ([i for i, t in enumerate(turns) if t.role == "tool"], list(range(len(turns)))):
-        for _ in range(3):  # joints can merge tokens: measure again and tighten
+        for _ in range(3):  # the cuts can merge tokens: measure the cut turns again and tighten
             over = sum(costs) - room
             if over <= 0:
                 return texts
             cap = _cap([costs[i] for i in pool], sum(costs[i] for i in pool) - over)
-            for i in pool:
-                if costs[i] > cap:
-                    texts[i] = _elide(turns[i].text, cap, counter)
-            costs = counter.count(texts)
+            cut = [i for i in pool if costs[i] > cap]
+            for i in cut:
+                texts[i] = _elide(turns[i].text, cap, counter)
+            for i, n in zip(cut, counter.count([texts[i] for i in cut])):
+                costs[i] = n
     return texts  # even the shortest form is over: the caller's limit is below the fixed parts
 
 
