@@ -180,7 +180,7 @@ class TrajectoryCompressor:
             ids = await asyncio.to_thread(self._identifiers, region)
             request = SummaryRequest(
                 tuple(region), budget, self.config.per_trajectory_timeout, None if stated == budget else stated,
-                previous, covered, tuple(measured.costs[p.start : p.end]), ids,
+                previous, covered, self._text_costs(measured, p), ids,
             )
             try:
                 sourced = await self._summarize(request)
@@ -222,6 +222,10 @@ class TrajectoryCompressor:
         else:
             tokens = (await self._measure(out, fmt, fmt.turns(out), costs_above=None)).total
         return _Attempt(out, tokens, p, body, sourced, ids)
+
+    def _text_costs(self, measured: Measured, p: Plan) -> tuple[int, ...] | None:
+        """The region's turns' token counts, when counting was by turns (a template's costs hold its markup too)."""
+        return tuple(measured.costs[p.start : p.end]) if self.lengths.mode == "turns" else None
 
     def _identifiers(self, region: Sequence[Turn]) -> tuple[str, ...]:
         """The region's identifiers; a secret is none: the index never writes what redaction would hide."""

@@ -24,7 +24,7 @@ class SummaryRequest:
     # the turns after them rather than summarizing a summary blindly.
     previous: str | None = None
     covered: int = 0
-    # The turns' token counts when the caller has them (the row core does): no need to count again.
+    # The token counts of the turns' texts when the caller has them: no need to count them again.
     costs: tuple[int, ...] | None = None
     # The turns' identifiers (identifiers.extract), when the caller has them: the summary's index lists them.
     identifiers: tuple[str, ...] | None = None

@@ -1,0 +1,58 @@
+"""The summarizer's input guard: turns fitted into a token room, longest tool outputs elided first."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import DEMO_TOKENIZER
+
+from trajcomp.rows import Turn
+from trajcomp.summarizers.guard import MIN_KEPT, fit_turns
+from trajcomp.tokens import TokenCounter
+
+COUNTER = TokenCounter(str(DEMO_TOKENIZER))
+LOG = "\n".join(f"[{k:04d}] step {k}: tests/test_mod{k % 7}.py::test_{k} PASSED in {k * 3} ms" for k in range(400))
+
+
+def turns() -> list[Turn]:
+    return [
+        Turn("gpt", "Let me run the tests.\n<tool_call>{\"name\": \"terminal\"}</tool_call>"),
+        Turn("tool", "BEGIN-OF-LOG\n" + LOG + "\nEND-OF-LOG"),
+        Turn("gpt", "The failing test is test_17; I will read the parser next."),
+        Turn("tool", "short answer: ok"),
+        Turn("tool", "HEAD-2\n" + LOG[: len(LOG) // 2] + "\nTAIL-2"),
+    ]
+
+
+def test_within_room_nothing_changes():
+    texts = [t.text for t in turns()]
+    assert fit_turns(turns(), sum(COUNTER.count(texts)), COUNTER) == texts
+
+
+def test_the_longest_tool_outputs_are_cut_to_one_cap_keeping_both_ends():
+    given = turns()
+    whole = COUNTER.count([t.text for t in given])
+    room = sum(whole) // 3
+    for costs in (None, whole):  # counted by the guard, or handed over by the caller: the same
+        texts = fit_turns(given, room, COUNTER, costs)
+        assert sum(COUNTER.count(texts)) <= room
+        assert [texts[0], texts[2], texts[3]] == [given[0].text, given[2].text, given[3].text]  # not tool, or short
+        for i, (head, tail) in ((1, ("BEGIN-OF-LOG", "END-OF-LOG")), (4, ("HEAD-2", "TAIL-2"))):
+            assert texts[i].startswith(head) and texts[i].endswith(tail)
+            left_out = int(re.search(r"\[\.\.\. (\d+) tokens left out \.\.\.\]", texts[i]).group(1))
+            kept = COUNTER.count([texts[i].replace(re.search(r"\n\[\.\.\..*?\]\n", texts[i]).group(0), "")])[0]
+            assert abs(whole[i] - left_out - kept) <= 3, (whole[i], left_out, kept)  # the marker says what went
+        if costs is None:
+            first = texts
+    assert texts == first
+
+
+def test_a_room_below_the_fixed_parts_gives_the_shortest_form_and_stops():
+    """Every turn cut to MIN_KEPT at most (tool outputs first, then the rest): as short as it gets."""
+    given = turns()
+    texts = fit_turns(given, 10, COUNTER)
+    for text, cost, original in zip(texts, COUNTER.count(texts), COUNTER.count([t.text for t in given])):
+        if original <= MIN_KEPT:
+            assert text in (t.text for t in given)
+        else:
+            assert "tokens left out" in text and cost <= MIN_KEPT + 3
