@@ -94,26 +94,54 @@ def test_a_cancelled_row_leaves_the_others_theirs(counter):
     assert isinstance(doomed, asyncio.CancelledError)
 
 
-def test_a_failing_call_fails_only_its_batch(counter):
-    calls = []
+def test_a_text_the_tokenizer_refuses_fails_only_its_own_row(counter):
+    """Whatever the batch: rows counted together with a failing one still get their counts."""
+    recorded = Recorded(counter)
 
     def flaky(texts):
-        calls.append(texts)
         if "boom" in texts:
             raise ValueError("tokenizer broke")
-        return counter.count(texts)
+        return recorded(texts)
 
     coalescing = CoalescingCounter(flaky)
 
     async def run():
-        bad = await asyncio.gather(coalescing.count(["boom"]), return_exceptions=True)
-        return bad, await coalescing.count(["fine"])
+        recorded.gate.clear()
+        first = asyncio.ensure_future(coalescing.count(["first"]))
+        await asyncio.sleep(0.01)
+        together = [asyncio.ensure_future(coalescing.count(t)) for t in (["fine"], ["boom"], ["also fine"])]
+        await asyncio.sleep(0.01)
+        recorded.gate.set()
+        return await first, await asyncio.gather(*together, return_exceptions=True)
 
-    (bad,), fine = asyncio.run(run())
-    assert isinstance(bad, ValueError) and fine == counter.count(["fine"])
+    _, (fine, bad, also) = asyncio.run(run())
+    assert isinstance(bad, ValueError)
+    assert fine == counter.count(["fine"]) and also == counter.count(["also fine"])
 
 
 def test_one_counter_serves_one_event_loop_after_another(counter):
     """A TokenCounter outlives event loops (tests, a worker's loop): each loop gets its own queue."""
     for _ in range(3):
         assert asyncio.run(counter.acount(["hello world"])) == counter.count(["hello world"])
+
+
+def test_a_row_asking_again_as_the_drainers_finish_is_never_left_waiting(counter):
+    """Rows count again right after their counts arrive (a summary's turns): with every drainer just
+    finished, a new request must start one, or it waits forever (a hang seen in CI once)."""
+    recorded = Recorded(counter)
+    coalescing = CoalescingCounter(recorded)
+    half = ["a b c"] * (MAX_TEXTS // 2 + 1)  # one request per batch: both drainers busy at once
+
+    async def twice(texts):
+        first = await coalescing.count(texts)
+        return first, await coalescing.count(["again"])
+
+    async def run():
+        recorded.gate.clear()
+        tasks = [asyncio.ensure_future(twice(half)) for _ in range(4)]
+        await asyncio.sleep(0.05)
+        recorded.gate.set()
+        return await asyncio.wait_for(asyncio.gather(*tasks), 20)
+
+    results = asyncio.run(run())
+    assert [again for _, again in results] == [counter.count(["again"])] * 4

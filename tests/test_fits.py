@@ -143,6 +143,48 @@ def test_default_system_prompt_and_bos_are_fixed_overhead(templated):
         assert measured.overhead > 0  # the default system prompt, or the BOS, belongs to no turn
 
 
+def test_a_template_that_insists_on_alternation_still_splits(templated, bpe_tokenizer, tmp_path):
+    """Templates that raise on a conversation opening with an assistant turn (Llama-2, Mistral style)."""
+    strict = (
+        "{% for m in messages %}{% if (m['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+        "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant') }}{% endif %}"
+        "[{{ m['role'] }}] {{ m['content'] }}\n{% endfor %}"
+    )
+    (tmp_path / "strict.jinja").write_text(strict, encoding="utf-8")
+    cfg = CompressionConfig(tokenizer_name=str(bpe_tokenizer), count_mode="chat_template",
+                            chat_template=str(tmp_path / "strict.jinja"), target_max_tokens=600,
+                            summary_target_tokens=100, protect_first_gpt=False, protect_last_n_turns=2)
+    counter = TokenCounter.for_config(cfg)
+    turns = []
+    for k in range(8):
+        turns += [{"from": "human", "value": f"Question {k}: " + "please explain the parser. " * 10},
+                  {"from": "gpt", "value": f"Answer {k}: " + "the parser splits fields. " * 10}]
+    row = {"conversations": turns}
+    measured = TemplateLengths(counter).measure([], SHAREGPT.chat_messages(turns, CHAT_ROLES), costs_above=0)
+    assert measured.overhead + sum(measured.costs) == measured.total == trainer_length(counter, row)
+    assert min(measured.costs) > 0  # every turn owns its text
+    (result,) = compress_rows(cfg, [row])
+    assert not result.rejected, result.detail
+
+
+def test_padding_and_truncation_in_tokenizer_json_never_reach_the_counts(tmp_path, bpe_tokenizer):
+    from tokenizers import Tokenizer
+
+    folder = tmp_path / "padded"
+    shutil.copytree(bpe_tokenizer, folder)
+    tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tok.enable_padding(pad_id=0, pad_token="<|endoftext|>")
+    tok.enable_truncation(max_length=16)
+    tok.save(str(folder / "tokenizer.json"))
+    texts = [t["value"] for t in sample_rows(2)[0]["conversations"]]
+    bare = [len(e.ids) for e in Tokenizer.from_file(str(bpe_tokenizer / "tokenizer.json")).encode_batch(
+        texts, add_special_tokens=False)]
+    assert max(bare) > 16  # the saved tokenizer would cut these
+    counter = TokenCounter(str(folder))
+    assert counter.count(texts) == bare
+    assert asyncio.run(counter.acount(texts[:3])) == bare[:3]
+
+
 def test_a_tokenizer_without_a_chat_template_is_one_line_exit_2(tmp_path, bpe_tokenizer):
     write_jsonl(tmp_path / "in.jsonl", sample_rows(2))
     res = run_cli("compress", str(tmp_path / "in.jsonl"), "--tokenizer", str(bpe_tokenizer), "--count-mode",

@@ -40,17 +40,19 @@ class _Queue:
     def __init__(self, count: Callable[[list[str]], list[int]], threads: ThreadPoolExecutor):
         self._count, self._threads = count, threads
         self._waiting: list[tuple[list[str], asyncio.Future]] = []
-        self._drainers: set[asyncio.Task] = set()
+        self._draining = 0  # drainers started and not yet finished: counted down inside them, with no await between
+        self._tasks: set[asyncio.Task] = set()  # references, so that running drainers are not collected
 
     async def submit(self, texts: list[str]) -> list[int]:
         if not texts:
             return []
         future = asyncio.get_running_loop().create_future()
         self._waiting.append((texts, future))
-        if len(self._drainers) < BATCHES_AT_ONCE:
+        if self._draining < BATCHES_AT_ONCE:
+            self._draining += 1
             drainer = asyncio.get_running_loop().create_task(self._drain())
-            self._drainers.add(drainer)
-            drainer.add_done_callback(self._drainers.discard)
+            self._tasks.add(drainer)
+            drainer.add_done_callback(self._tasks.discard)
         return await future
 
     async def _drain(self) -> None:
@@ -61,10 +63,8 @@ class _Queue:
                 texts = [text for texts, _ in batch for text in texts]
                 try:
                     counts = await asyncio.get_running_loop().run_in_executor(self._threads, self._count, texts)
-                except Exception as exc:  # every row of the batch learns why
-                    for _, future in batch:
-                        if not future.done():
-                            future.set_exception(exc)
+                except Exception:  # one row's text broke the call: count each request on its own
+                    await self._one_by_one(batch)
                     continue
                 start = 0
                 for texts, future in batch:
@@ -76,6 +76,22 @@ class _Queue:
                 future.cancel()
             self._waiting = []
             raise
+        finally:
+            # Here, not in a done callback: a request that arrives once the queue looked empty must
+            # find this drainer gone and start one, or it would wait forever.
+            self._draining -= 1
+
+    async def _one_by_one(self, batch: list[tuple[list[str], asyncio.Future]]) -> None:
+        """Each request counted alone, so that a row fails only for its own texts, whatever its batch."""
+        for texts, future in batch:
+            try:
+                counts = await asyncio.get_running_loop().run_in_executor(self._threads, self._count, texts)
+            except Exception as exc:
+                if not future.done():
+                    future.set_exception(exc)
+                continue
+            if not future.done():
+                future.set_result(counts)
 
     def _take(self) -> list[tuple[list[str], asyncio.Future]]:
         """The oldest requests, up to MAX_TEXTS texts (at least one request)."""

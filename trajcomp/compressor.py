@@ -206,7 +206,7 @@ class TrajectoryCompressor:
             if deficit > 0:
                 more += deficit
                 wider = self._plan(turns, measured, fmt, more)
-                if wider.decision is Decision.COMPRESS and wider.end > p.end:
+                if wider.end > p.end and wider.start == p.start:  # wider, even when the estimate doubts it pays
                     previous, covered, p = last.body, p.end - p.start, wider
                 elif body_tokens <= budget:
                     break  # the region is as wide as it may be and the summary within its budget

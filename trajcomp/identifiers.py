@@ -17,8 +17,8 @@ URL = re.compile(r"\bhttps?://[^\s\"'<>`()\[\]{}]+")
 # A path has a slash between two names: absolute (/etc/hosts), home (~/.bashrc), relative with a
 # ./ or ../ start, or relative ending in a file name with an extension (src/app/main.py).
 PATH = re.compile(
-    r"(?<![\w/.~<-])(?:~|\.{1,2})?/(?:[\w.@+-]+/)*[\w.@+-]+"
-    r"|(?<![\w/.~<-])(?:[\w.@+-]+/)+[\w@+-]+\.[A-Za-z0-9]{1,8}\b"
+    r"(?<![\w/.~<@+-])(?:~|\.{1,2})?/(?:[\w.@+-]+/)*[\w.@+-]+"
+    r"|(?<![\w/.~<@+-])(?:[\w.@+-]+/)+[\w@+-]+\.[A-Za-z0-9]{1,8}\b"
 )
 ERROR_NAME = re.compile(
     r"\b[A-Z][A-Za-z0-9]*(?:Error|Exception|Exit|Interrupt|Warning|Fault)\b"
@@ -29,7 +29,7 @@ UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4
 HEX = re.compile(r"\b(?:0x[0-9a-fA-F]{4,}|(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,64})\b")
 NUMBER = re.compile(r"(?<![\w.])\d{3,}(?:\.\d+)?(?![\w])")
 # A file listing's line numbers (`cat -n`, grep -n, editors' views) are positions, not facts.
-LISTING_LINE = re.compile(r"^\s*\d+(?:\s*[|:→\t]|\s{2,})", re.M)
+LISTING_LINE = re.compile(r"^[ \t]*\d+(?:[ \t]*[|:→\t]|[ \t]{2,})", re.M)
 BLOCK = re.compile(r"<tool_(call|response)>\s*(.*?)\s*</tool_\1>", re.S)
 MAX_ARGUMENT_CHARS = 80
 

@@ -43,6 +43,9 @@ class TokenCounter:
         self._tokenizer = tokenizer
         # The Rust tokenizer behind the fast tokenizer: encode_batch runs in parallel without the GIL.
         self._backend = tokenizer.backend_tokenizer
+        # A tokenizer.json may carry padding or truncation: counts must be of the text alone, whatever the batch.
+        self._backend.no_padding()
+        self._backend.no_truncation()
         self.info = TokenizerInfo(name_or_path, type(tokenizer).__name__, len(tokenizer))
         self._coalesced = CoalescingCounter(self.count)
 
@@ -162,7 +165,7 @@ class TemplateLengths:
         fixed overhead: where a rendering without turn 0 stops agreeing with this one.
         """
         n = len(messages)
-        starts = [_shared_prefix(self.counter.render(messages[1:]), text) if n > 1 else 0]
+        starts = [self._fixed_end(messages, text)]
         cursor = starts[0]
         for message in messages[:-1]:
             end = _find_end(message, text, cursor)
@@ -178,16 +181,40 @@ class TemplateLengths:
                 counts[owner] += 1
         return Measured(len(encoding.ids), counts, overhead)
 
+    def _fixed_end(self, messages: Sequence[dict[str, Any]], text: str) -> int:
+        """Where the fixed overhead ends: what a rendering without turn 0 shares with this one, but never
+        past turn 0's own text (templates that move the system prompt into a later turn)."""
+        if len(messages) < 2:
+            return 0
+        try:
+            shared = _shared_prefix(self.counter.render(messages[1:]), text)
+        except Exception:  # templates that insist on a role order refuse to open on turn 1
+            return 0
+        start = _find_start(messages[0], text)
+        return shared if start is None else min(shared, start)
 
+
+HEAD_CHARS = 64
 TAIL_CHARS = 64  # enough of a turn's end to find it again, short enough to survive a template's edits
+
+
+def _find_start(message: dict[str, Any], text: str) -> int | None:
+    """Where `message`'s text begins in the rendering (by its first characters; None: not found)."""
+    head = _content(message).lstrip()[:HEAD_CHARS]
+    found = text.find(head) if head else -1
+    return None if found < 0 else found
+
+
+def _content(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content or ""
 
 
 def _find_end(message: dict[str, Any], text: str, cursor: int) -> int | None:
     """Where `message`'s text ends in the rendering `text`, searching from `cursor` (None: not found)."""
-    content = message.get("content")
-    if isinstance(content, list):
-        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    tail = (content or "").rstrip()[-TAIL_CHARS:]
+    tail = _content(message).rstrip()[-TAIL_CHARS:]
     if not tail:
         return None
     found = text.find(tail, cursor)
