@@ -447,3 +447,14 @@ def test_stats_and_dry_run_count_as_the_run_does(tmp_path, templated):
     res = run_cli("compress", str(tmp_path / "in.jsonl"), *common, "--dry-run", "--json")
     assert res.code == 0, res.stderr
     assert json.loads(res.stdout)["tokens_before"] == stats["tokens_before"]
+
+
+def test_a_summary_budget_that_leaves_the_summarizer_no_room_is_a_config_error(tmp_path):
+    """8192 (the default summary model context) less a 2 x 5000-token answer leaves nothing to send."""
+    write_jsonl(tmp_path / "in.jsonl", sample_rows(2))
+    res = run_cli("compress", str(tmp_path / "in.jsonl"), "--tokenizer", str(DEMO_TOKENIZER), "--summarizer", "openai",
+                  "--base-url", "http://127.0.0.1:9/v1", "--target-max-tokens", "20000", "--summary-target-tokens",
+                  "5000", "-q")
+    assert res.code == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert "summarization.max_input_tokens" in res.stderr
+    assert not (tmp_path / "in_compressed.jsonl").exists()

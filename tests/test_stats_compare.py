@@ -17,6 +17,7 @@ import pytest
 
 from conftest import run_cli
 from trajcomp.compare import difference, short_names
+from trajcomp.config import CompressionConfig
 from trajcomp.planner import Decision, PlanParams, plan
 from trajcomp.tokens import TokenCounter
 
@@ -124,7 +125,9 @@ def token_counter(tokenizer: Path) -> TokenCounter:
 
 def expected_stats(files: list[DataFile], tokenizer: Path, target: int, summary: int, last_n: int) -> dict:
     counter = token_counter(tokenizer)
-    params = PlanParams(target, summary, protect_last_n_turns=last_n)
+    # Planned as compress plans: the summary turn at its budget plus the notice the system turn gets.
+    added = summary + counter.count([CompressionConfig().summary_notice_text])[0]
+    params = PlanParams(target, added, protect_last_n_turns=last_n)
     before, after, decisions, reasons = [], [], {d.value: 0 for d in Decision}, {}
     for f in files:
         for row in f.rows:
@@ -132,7 +135,7 @@ def expected_stats(files: list[DataFile], tokenizer: Path, target: int, summary:
             p = plan([t["from"] for t in conv], counter.count([t["value"] for t in conv]), params)
             decisions[p.decision.value] += 1
             before.append(p.total_tokens)
-            saved = p.region_tokens - summary if p.decision is Decision.COMPRESS else 0
+            saved = p.region_tokens - added if p.decision is Decision.COMPRESS else 0
             after.append(p.total_tokens - saved)
         for _, reason in f.bad:
             reasons[reason] = reasons.get(reason, 0) + 1

@@ -98,12 +98,7 @@ class TrajectoryCompressor:
         self.schema = RowSchema.from_config(config)
         prefix_tokens = self.counter.count([SUMMARY_PREFIX + " "])[0]
         self._body_budget = max(1, config.summary_target_tokens - prefix_tokens)
-        # What compressing adds to a row, for planning: the summary turn at its budget with the
-        # template's markers around it, and the notice. The passes then measure the real length.
-        added = config.summary_target_tokens + self.lengths.turn_markup(config.chat_roles["human"])
-        if self._notice():
-            added += self.counter.count([self._notice()])[0]
-        self.params = PlanParams.from_config(config, summary_tokens=added)
+        self.params = plan_params(config, self.lengths)
 
     async def start(self) -> None:
         await self.summarizer.start()
@@ -277,6 +272,15 @@ class TrajectoryCompressor:
             outcome, tokens, tokens, n_turns, n_turns, self.config.target_max_tokens, region,
             tally.calls, tally.errors, None, error, passes=tally.passes, cannot_fit=cannot_fit,
         )
+
+
+def plan_params(config: CompressionConfig, lengths) -> PlanParams:
+    """The planner's settings. What compressing adds to a row is planned as the summary turn at its
+    budget, the template's markers around it and the notice; the passes then measure the real row."""
+    added = config.summary_target_tokens + lengths.turn_markup(config.chat_roles["human"])
+    if config.add_summary_notice:
+        added += lengths.counter.count([config.summary_notice_text])[0]
+    return PlanParams.from_config(config, summary_tokens=added)
 
 
 def assemble(native, fmt, turns: Sequence[Turn], p: Plan, body: str, notice: str):

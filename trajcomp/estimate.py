@@ -24,6 +24,7 @@ BATCH_ROWS = 256  # rows counted per call to the tokenizer
 @dataclass
 class Estimate:
     params: PlanParams
+    summary_target_tokens: int  # the configured budget (params.summary_tokens adds the template's markers and the notice)
     decisions: Counter = field(default_factory=Counter)
     rejects: Counter = field(default_factory=Counter)
     not_taken: Counter = field(default_factory=Counter)
@@ -45,7 +46,7 @@ class Estimate:
             inputs=inputs,
             tokenizer=tokenizer,
             target_max_tokens=p.target_max_tokens,
-            summary_target_tokens=p.summary_tokens,
+            summary_target_tokens=self.summary_target_tokens,
             protect_last_n_turns=p.protect_last_n_turns,
             rows=len(self.before),
             rows_rejected=sum(self.rejects.values()),
@@ -57,7 +58,7 @@ class Estimate:
             would_stay_over_target=sum(1 for a in self.after if a > p.target_max_tokens),
             decisions={d.value: self.decisions[d.value] for d in Decision},
             summarizer_calls_needed=calls,
-            summary_tokens_needed=calls * p.summary_tokens,
+            summary_tokens_needed=calls * self.summary_target_tokens,
             tokens_before=Percentiles(**distribution(self.before)),
             tokens_after_estimate=Percentiles(**distribution(self.after)),
             lengths=lengths(self.before, self.after),
@@ -68,9 +69,11 @@ class Estimate:
 def estimate(files: Iterable[FileJob], selection: Selection, counter: TokenCounter, cfg) -> Estimate:
     """Plan every selected row, counted as `compression.count_mode` says; the after-figures assume
     summaries of exactly the target size."""
-    params, schema = PlanParams.from_config(cfg), RowSchema.from_config(cfg)
+    from .compressor import plan_params  # the run's own planning: the estimate plans as compress does
+
     lengths = lengths_for(cfg.count_mode, counter)
-    result = Estimate(params)
+    params, schema = plan_params(cfg, lengths), RowSchema.from_config(cfg)
+    result = Estimate(params, cfg.summary_target_tokens)
     for chunk in _chunks(_valid_rows(files, selection, result, schema), BATCH_ROWS):
         for (turns, adapter, native), (costs, fixed) in zip(chunk, _costs(chunk, lengths, cfg)):
             p = plan([t.role for t in turns], costs, replace(params, alternation=adapter.alternation), fixed=fixed)

@@ -66,6 +66,11 @@ class OpenAISummarizer(Summarizer):
         # Room enough that a summary a model makes longer than asked is not cut (finish_reason: length).
         self.max_tokens = 2 * config.summary_target_tokens
         self.max_input_tokens = config.max_input_tokens or DEFAULT_CONTEXT - self.max_tokens
+        if self.max_input_tokens <= self.max_tokens // 2:
+            raise ConfigError(
+                f"summarization.max_input_tokens ({self.max_input_tokens}) leaves no room for the turns to "
+                f"summarize: set it to the summary model's context less {self.max_tokens} (its answer)"
+            )
         self._payloads: OrderedDict[SummaryRequest, dict[str, Any]] = OrderedDict()
         self._payloads_lock = threading.Lock()
         self._payloads_kept = 4 * config.max_concurrent_requests  # the requests in flight, and some
