@@ -7,7 +7,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import yaml
 
@@ -274,6 +274,15 @@ def _resolve_relative_paths(values: dict[str, Any], base: Path) -> None:
         value = values.get(name)
         if isinstance(value, str) and value.startswith(("./", "../")):
             values[name] = str((base / value).resolve())
+
+
+def as_config(config: "str | Path | Mapping[str, Any] | CompressionConfig") -> CompressionConfig:
+    """A CompressionConfig from itself, a mapping in the YAML's section layout, or a YAML file's path."""
+    if isinstance(config, CompressionConfig):
+        return config
+    if isinstance(config, Mapping):
+        return CompressionConfig(**fields_from_mapping(dict(config), "config mapping"))
+    return load_config(config)
 
 
 def load_config(path: str | Path | None = None, **overrides: Any) -> CompressionConfig:

@@ -26,7 +26,7 @@ from typing import Any
 import pyarrow as pa
 
 from .compressor import RowResult, TrajectoryCompressor
-from .config import CompressionConfig, fields_from_mapping, load_config
+from .config import CompressionConfig, as_config
 from .formats.parquet import METRICS, METRICS_TYPE
 from .metrics import Outcome
 
@@ -54,15 +54,6 @@ class SummariesFailing(RuntimeError):
     """`processing.max_consecutive_failures` summaries in a row failed: the endpoint is likely down."""
 
 
-def as_config(config: str | Path | Mapping | CompressionConfig) -> CompressionConfig:
-    """A CompressionConfig from a YAML path, a mapping in the YAML's section layout, or itself."""
-    if isinstance(config, CompressionConfig):
-        return config
-    if isinstance(config, Mapping):
-        return CompressionConfig(**fields_from_mapping(dict(config), "config mapping"))
-    return load_config(config)
-
-
 def _feature(arrow_type: pa.DataType):
     from datasets import Features
 
@@ -82,7 +73,7 @@ class BatchFunction:
         self.on_reject = on_reject
 
     def config(self) -> CompressionConfig:
-        config = CompressionConfig(**fields_from_mapping(self.sections, "config"))
+        config = as_config(self.sections)
         # With a metrics column the row keeps no second copy of its metrics.
         return config.replace(metrics_per_trajectory=False) if self.metrics_column else config
 

@@ -29,7 +29,7 @@ from ray.data.datasource.file_based_datasource import FileBasedDatasource
 
 from . import __version__
 from .compressor import RowResult, TrajectoryCompressor
-from .config import CompressionConfig, ConfigError, fields_from_mapping, load_config
+from .config import CompressionConfig, ConfigError, as_config
 from .formats import Format, Record, format_for, split_suffix
 from .formats.base import write_json
 from .formats.jsonl import JSONL, parse_line
@@ -57,19 +57,10 @@ METRICS_COLUMN_TYPE = pa.struct(
 FILE, LINE, RAW, RESULT = "__trajcomp_file", "__trajcomp_line", "__trajcomp_raw", "__trajcomp_result"
 
 
-def as_config(config: CompressionConfig | Mapping[str, Any] | str | os.PathLike) -> CompressionConfig:
-    """A CompressionConfig from itself, a mapping in the YAML's section layout, or a YAML file's path."""
-    if isinstance(config, Mapping):
-        config = CompressionConfig(**fields_from_mapping(dict(config), "config"))
-    elif not isinstance(config, CompressionConfig):
-        config = load_config(config)
-    return _absolute(config)
-
-
 def _absolute(config: CompressionConfig) -> CompressionConfig:
     """Local paths made absolute: Ray's workers do not run in the driver's working directory."""
     changes = {}
-    for name in ("tokenizer_name", "prompt_file"):
+    for name in ("tokenizer_name", "prompt_file", "chat_template"):
         value = getattr(config, name)
         if value and Path(value).exists():
             changes[name] = str(Path(value).resolve())
@@ -179,7 +170,7 @@ def compress(
 ) -> "ray.data.Dataset":
     """`ds` with every row compressed by `concurrency` actors; rejected rows stay as they were, their
     `metrics_column` saying `status: rejected`, `reason` and `detail` (None: no metrics column)."""
-    cfg = as_config(config)
+    cfg = _absolute(as_config(config))
     return _map(ds, _Columns, (cfg, metrics_column), concurrency, batch_size)
 
 

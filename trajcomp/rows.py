@@ -230,7 +230,7 @@ class OpenAIMessages:
         assistant message whose calls do not end `t` (they are rendered after it again).
         """
         content = turn.get("content")
-        old = _content_text(content)
+        old = content_text(content)
         if turn["role"] == "assistant":
             calls = _render_calls(turn)
             if calls and text.endswith(calls):
@@ -356,7 +356,7 @@ def _calls(message: dict[str, Any]) -> list[dict[str, Any]]:
     return (message.get("tool_calls") or []) if message.get("role") == "assistant" else []
 
 
-def _content_text(content: Any) -> str:
+def content_text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(p["text"] for p in content if p.get("type") == "text")
     return content or ""
@@ -382,7 +382,7 @@ def _render_calls(message: dict[str, Any]) -> str:
 
 
 def _message_text(message: dict[str, Any], names: dict[str, str]) -> str:
-    text = _content_text(message.get("content"))
+    text = content_text(message.get("content"))
     role = message["role"]
     if role == "assistant":
         calls = _render_calls(message)

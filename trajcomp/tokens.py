@@ -19,6 +19,7 @@ from typing import Any, Sequence
 from urllib.parse import urlsplit
 
 from .batching import CoalescingCounter
+from .rows import content_text
 
 
 class TokenizerLoadError(RuntimeError):
@@ -149,8 +150,9 @@ class TemplateLengths:
         """About how many tokens the template adds around a turn of `chat_role` (0 if it cannot tell)."""
         base = [{"role": "user", "content": "Hello."}, {"role": "assistant", "content": "Hi."}]
         probe = "Thanks."
+        with_probe = base + [{"role": chat_role, "content": probe}]
         try:
-            before, after = (self.counter.encode([self.counter.render(m)])[0] for m in (base, base + [{"role": chat_role, "content": probe}]))
+            before, after = (self.counter.encode([self.counter.render(m)])[0] for m in (base, with_probe))
         except Exception:  # templates may refuse a role order; the passes measure the real length anyway
             return 0
         return max(0, len(after.ids) - len(before.ids) - self.counter.count([probe])[0])
@@ -194,27 +196,19 @@ class TemplateLengths:
         return shared if start is None else min(shared, start)
 
 
-HEAD_CHARS = 64
-TAIL_CHARS = 64  # enough of a turn's end to find it again, short enough to survive a template's edits
+EDGE_CHARS = 64  # enough of a turn's start or end to find it again, short enough to survive a template's edits
 
 
 def _find_start(message: dict[str, Any], text: str) -> int | None:
     """Where `message`'s text begins in the rendering (by its first characters; None: not found)."""
-    head = _content(message).lstrip()[:HEAD_CHARS]
+    head = content_text(message.get("content")).lstrip()[:EDGE_CHARS]
     found = text.find(head) if head else -1
     return None if found < 0 else found
 
 
-def _content(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, list):
-        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return content or ""
-
-
 def _find_end(message: dict[str, Any], text: str, cursor: int) -> int | None:
     """Where `message`'s text ends in the rendering `text`, searching from `cursor` (None: not found)."""
-    tail = _content(message).rstrip()[-TAIL_CHARS:]
+    tail = content_text(message.get("content")).rstrip()[-EDGE_CHARS:]
     if not tail:
         return None
     found = text.find(tail, cursor)
