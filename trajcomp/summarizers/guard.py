@@ -27,10 +27,9 @@ def fit_turns(turns: Sequence[Turn], room: int, counter: TokenCounter, costs: Se
                 return texts
             cap = _cap([costs[i] for i in pool], sum(costs[i] for i in pool) - over)
             cut = [i for i in pool if costs[i] > cap]
-            for i in cut:
-                texts[i] = _elide(turns[i].text, cap, whole[i], counter)
-            for i, n in zip(cut, counter.count([texts[i] for i in cut])):
-                costs[i] = n
+            elided = _elide([turns[i].text for i in cut], cap, [whole[i] for i in cut], counter)
+            for i, text, n in zip(cut, elided, counter.count(elided)):
+                texts[i], costs[i] = text, n
     return texts  # even the shortest form is over: the caller's limit is below the fixed parts
 
 
@@ -46,34 +45,45 @@ def _cap(costs: list[int], allowed: int) -> int:
     return low
 
 
-def _elide(text: str, keep: int, total: int, counter: TokenCounter) -> str:
-    """`text` (`total` tokens) cut to about `keep` tokens: its beginning (3/4) and end (1/4), a marker between."""
-    marker_cost = counter.count([MARKER.format(n=total)])[0]
-    kept = max(2, keep - marker_cost)
-    head, tail = kept * 3 // 4, kept - kept * 3 // 4
-    if head + tail >= total:
-        return text
-    head_end = _edge(text, head, counter, from_end=False)
-    tail_start = _edge(text, tail, counter, from_end=True)
-    if head_end >= tail_start:
-        return text
-    left_out = total - head - tail
-    return text[:head_end] + MARKER.format(n=left_out) + text[tail_start:]
+def _elide(texts: list[str], keep: int, totals: list[int], counter: TokenCounter) -> list[str]:
+    """Each text (of `totals` tokens) cut to about `keep` tokens: its beginning (3/4) and end (1/4), a
+    marker between. Batched: a round's cuts cost two tokenizer calls, not two per turn."""
+    markers = counter.count([MARKER.format(n=total) for total in totals])
+    kept = [max(2, keep - cost) for cost in markers]
+    heads = [k * 3 // 4 for k in kept]
+    tails = [k - h for k, h in zip(kept, heads)]
+    head_ends = _edges(texts, heads, totals, counter, from_end=False)
+    tail_starts = _edges(texts, tails, totals, counter, from_end=True)
+    out = []
+    for text, total, head, tail, head_end, tail_start in zip(texts, totals, heads, tails, head_ends, tail_starts):
+        if head + tail >= total or head_end >= tail_start:
+            out.append(text)
+        else:
+            out.append(text[:head_end] + MARKER.format(n=total - head - tail) + text[tail_start:])
+    return out
 
 
-def _edge(text: str, tokens: int, counter: TokenCounter, from_end: bool) -> int:
-    """Where the first (or last) `tokens` tokens of `text` end (or start), encoding only that end of it."""
-    if tokens <= 0:
-        return len(text) if from_end else 0
-    span = tokens * 8  # characters: most tokens are shorter; widened until the end holds enough tokens
-    while True:
-        part = text[-span:] if from_end else text[:span]
-        offsets = counter.encode([part])[0].offsets
-        # One token more than needed: the last one of a cut part may be cut itself.
-        if len(offsets) > tokens or span >= len(text):
-            break
-        span *= 2
-    if from_end:
-        start = len(text) - len(part)
-        return start + offsets[max(0, len(offsets) - tokens)][0]
-    return offsets[min(tokens, len(offsets)) - 1][1]
+def _edges(texts: list[str], tokens: list[int], totals: list[int], counter: TokenCounter, from_end: bool) -> list[int]:
+    """Where the first (or last) `tokens` tokens of each text end (or start), encoding only that end of it."""
+    # Characters to encode: the text's own characters per token, and a margin; widened while too few.
+    spans = [int(n * len(text) / max(total, 1) * 1.25) + 16 for text, n, total in zip(texts, tokens, totals)]
+    edges = [len(text) if from_end else 0 for text in texts]  # for no tokens at all
+    todo = [i for i, n in enumerate(tokens) if n > 0]
+    while todo:
+        parts = [texts[i][-spans[i]:] if from_end else texts[i][: spans[i]] for i in todo]
+        widen = []
+        for i, part, encoding in zip(todo, parts, counter.encode(parts)):
+            n, words = tokens[i], encoding.word_ids
+            # The word cut at the part's edge may be split otherwise than in the whole text: the edge
+            # must fall outside it, so that it depends on the text alone and not on the span.
+            stable = len(words) > n and (words[len(words) - n] != words[0] if from_end else words[n - 1] != words[-1])
+            if not stable and spans[i] < len(texts[i]):
+                spans[i] *= 2
+                widen.append(i)
+            elif from_end:
+                offsets = encoding.offsets
+                edges[i] = len(texts[i]) - len(part) + offsets[max(0, len(offsets) - n)][0]
+            else:
+                edges[i] = encoding.offsets[min(n, len(words)) - 1][1]
+        todo = widen
+    return edges

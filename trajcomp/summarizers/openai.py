@@ -74,6 +74,7 @@ class OpenAISummarizer(Summarizer):
         self._payloads: OrderedDict[SummaryRequest, dict[str, Any]] = OrderedDict()
         self._payloads_lock = threading.Lock()
         self._payloads_kept = 4 * config.max_concurrent_requests  # the requests in flight, and some
+        self._system_costs: dict[str, int] = {}
         self.latencies = array("d")
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
         self.retries = 0
@@ -114,12 +115,21 @@ class OpenAISummarizer(Summarizer):
         turns = request.turns[request.covered:] if request.previous else request.turns
         headers = [turn_header(i, t.role) for i, t in enumerate(turns, 1)]
         note = UPDATE_NOTE.format(previous=request.previous, target_tokens=request.stated) if request.previous else ""
-        fixed = self.counter.count([system, note, "".join(headers)])
-        room = self.max_input_tokens - sum(fixed) - CHAT_MARKUP_TOKENS
+        fixed = self._system_cost(system) + sum(self.counter.count([note, "".join(headers)]))
+        room = self.max_input_tokens - fixed - CHAT_MARKUP_TOKENS
         costs = request.costs[request.covered:] if request.previous and request.costs else request.costs
         texts = fit_turns(turns, room, self.counter, costs)
         body = "\n\n".join(header + text for header, text in zip(headers, texts))
         return f"{note}\n\n{body}" if note else body
+
+    def _system_cost(self, system: str) -> int:
+        # Few distinct prompts in a run (one per stated length): each counted once, not per request.
+        cost = self._system_costs.get(system)
+        if cost is None:
+            cost = self.counter.count([system])[0]
+            if len(self._system_costs) < 256:  # later passes' firmer lengths vary: keep the common ones
+                self._system_costs[system] = cost
+        return cost
 
     def cache_key(self, request: SummaryRequest) -> str | None:
         return request_key(self.payload(request))
