@@ -9,7 +9,7 @@ import pytest
 
 from conftest import DEMO_TOKENIZER, SAMPLES, read_jsonl
 
-from trajcomp.batching import MAX_TEXTS, CoalescingCounter
+from trajcomp.batching import MAX_CHARS, CoalescingCounter
 from trajcomp.tokens import TokenCounter
 
 
@@ -38,7 +38,7 @@ class Recorded:
 
 
 def test_rows_in_flight_share_tokenizer_calls_and_get_their_own_counts(counter):
-    per_row = rows_texts()
+    per_row = rows_texts()[:12]
     recorded = Recorded(counter)
     coalescing = CoalescingCounter(recorded)
 
@@ -51,16 +51,16 @@ def test_rows_in_flight_share_tokenizer_calls_and_get_their_own_counts(counter):
 
     results = asyncio.run(run())
     assert results == [counter.count(texts) for texts in per_row]
-    # Every row asked before the first call started: one call for all (fewer than MAX_TEXTS texts).
+    # Every row asked before the first call started: one call for all (fewer than MAX_CHARS characters).
     assert recorded.calls == [sum(map(len, per_row))]
-    assert sum(map(len, per_row)) < MAX_TEXTS
+    assert sum(len(text) for texts in per_row for text in texts) < MAX_CHARS
     assert len(recorded.threads) == 1 and recorded.threads.pop().startswith("trajcomp-count")
 
 
-def test_a_batch_never_exceeds_max_texts_and_a_lone_row_is_counted_at_once(counter):
+def test_a_batch_never_exceeds_max_chars_and_a_lone_row_is_counted_at_once(counter):
     recorded = Recorded(counter)
     coalescing = CoalescingCounter(recorded)
-    big = ["a b c"] * (MAX_TEXTS // 2 + 1)
+    big = ["a b c"] + ["a b c " * (MAX_CHARS // 12 + 1)]  # over half a batch
 
     async def run():
         recorded.gate.clear()
@@ -130,7 +130,7 @@ def test_a_row_asking_again_as_the_drainers_finish_is_never_left_waiting(counter
     finished, a new request must start one, or it waits forever (a hang seen in CI once)."""
     recorded = Recorded(counter)
     coalescing = CoalescingCounter(recorded)
-    half = ["a b c"] * (MAX_TEXTS // 2 + 1)  # one request per batch: both drainers busy at once
+    half = ["a b c " * (MAX_CHARS // 12 + 1)]  # one request per batch: both drainers busy at once
 
     async def twice(texts):
         first = await coalescing.count(texts)

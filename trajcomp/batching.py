@@ -15,7 +15,9 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence
 
-MAX_TEXTS = 2048  # per tokenizer call: ~60 agent rows' turns; bounds one batch's memory
+# Characters per tokenizer call (~25 agent rows): the call's encodings take ~100 bytes a token until
+# counted, so this bounds a batch's memory (~35 MB) while keeping it large enough to use every core.
+MAX_CHARS = 1 << 20
 BATCHES_AT_ONCE = 2
 
 
@@ -94,11 +96,12 @@ class _Queue:
                 future.set_result(counts)
 
     def _take(self) -> list[tuple[list[str], asyncio.Future]]:
-        """The oldest requests, up to MAX_TEXTS texts (at least one request)."""
+        """The oldest requests, up to MAX_CHARS characters (at least one request)."""
         size, n = 0, 0
         for texts, _ in self._waiting:
-            if n and size + len(texts) > MAX_TEXTS:
+            chars = sum(map(len, texts))
+            if n and size + chars > MAX_CHARS:
                 break
-            size, n = size + len(texts), n + 1
+            size, n = size + chars, n + 1
         batch, self._waiting = self._waiting[:n], self._waiting[n:]
         return batch
