@@ -149,6 +149,7 @@ ALPHABET = (
     "/.~<>@+-_:;,!?'\"()[]{}`= \n\t\r|→"
     "0123456789abcdefxABCDEFXZ"
     "é٣²\u00a0\u2028\x1cß"  # a unicode letter, a unicode decimal digit, a non-decimal digit, unicode spaces
+    "😀\ud800"  # beyond latin-1 and the BMP, and a lone surrogate: still one character each
 )
 FRAGMENTS = [
     "http://", "https://", "http", "https:/", "www.example.com", "0x", "0X", "0x1f2e", "deadbeef", "cafe1234",
@@ -210,3 +211,17 @@ def test_same_extract_on_generated_turns(turn_texts):
 ])
 def test_same_identifiers_on_edge_cases(text):
     assert identifiers._in_text(text) == _Oracle._in_text(text)
+
+
+@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=texts)
+def test_each_finder_finds_what_its_pattern_finds(text):
+    """Kind by kind, on the same text (the module's patterns, which the oracle's copy matches)."""
+    for find, pattern in [
+        (identifiers._urls, _Oracle.URL), (identifiers._paths, _Oracle.PATH), (identifiers._uuids, _Oracle.UUID),
+        (identifiers._hexes, _Oracle.HEX), (identifiers._error_names, _Oracle.ERROR_NAME),
+        (identifiers._numbers, _Oracle.NUMBER), (identifiers._listing_lines, _Oracle.LISTING_LINE),
+    ]:
+        assert find(text) == [m.span() for m in pattern.finditer(text)], find.__name__
+    blocks = [(m.start(), m.end(), m[1], m[2]) for m in _Oracle.BLOCK.finditer(text)]
+    assert list(identifiers._blocks(text)) == blocks
