@@ -74,7 +74,7 @@ class TokenCounter:
         if not texts:
             return []
         encodings = self._backend.encode_batch(list(texts), add_special_tokens=False)
-        return [len(e.ids) for e in encodings]
+        return [len(e) for e in encodings]  # not len(e.ids): that builds a Python list of every id
 
     async def acount(self, texts: Sequence[str]) -> list[int]:
         """`count` off the event loop, in one call together with the other rows' requests meanwhile."""
@@ -138,8 +138,8 @@ class TemplateLengths:
             return Measured(0, [])
         text = self.counter.render(messages)
         encoding = self.counter.encode([text])[0]
-        if costs_above is None or len(encoding.ids) <= costs_above:
-            return Measured(len(encoding.ids))
+        if costs_above is None or len(encoding) <= costs_above:
+            return Measured(len(encoding))
         return self.costs(messages, text, encoding)
 
     async def ameasure(self, texts: Sequence[str], messages: Sequence[dict[str, Any]], costs_above: int | None) -> Measured:
@@ -155,7 +155,7 @@ class TemplateLengths:
             before, after = (self.counter.encode([self.counter.render(m)])[0] for m in (base, with_probe))
         except Exception:  # templates may refuse a role order; the passes measure the real length anyway
             return 0
-        return max(0, len(after.ids) - len(before.ids) - self.counter.count([probe])[0])
+        return max(0, len(after) - len(before) - self.counter.count([probe])[0])
 
     def costs(self, messages: Sequence[dict[str, Any]], text: str, encoding: Any) -> Measured:
         """Each token of the rendering goes to the turn whose span holds its first character.
@@ -181,7 +181,7 @@ class TemplateLengths:
                 overhead += 1
             else:
                 counts[owner] += 1
-        return Measured(len(encoding.ids), counts, overhead)
+        return Measured(len(encoding), counts, overhead)
 
     def _fixed_end(self, messages: Sequence[dict[str, Any]], text: str) -> int:
         """Where the fixed overhead ends: what a rendering without turn 0 shares with this one, but never

@@ -73,17 +73,20 @@ def _edges(texts: list[str], tokens: list[int], totals: list[int], counter: Toke
         parts = [texts[i][-spans[i]:] if from_end else texts[i][: spans[i]] for i in todo]
         widen = []
         for i, part, encoding in zip(todo, parts, counter.encode(parts)):
-            n, words = tokens[i], encoding.word_ids
+            n, length = tokens[i], len(encoding)
             # The word cut at the part's edge may be split otherwise than in the whole text: the edge
             # must fall outside it, so that it depends on the text alone and not on the span.
-            stable = len(words) > n and (words[len(words) - n] != words[0] if from_end else words[n - 1] != words[-1])
+            # (token_to_word and token_to_chars, not word_ids and offsets: no list of every token.)
+            if from_end:
+                stable = length > n and encoding.token_to_word(length - n) != encoding.token_to_word(0)
+            else:
+                stable = length > n and encoding.token_to_word(n - 1) != encoding.token_to_word(length - 1)
             if not stable and spans[i] < len(texts[i]):
                 spans[i] *= 2
                 widen.append(i)
             elif from_end:
-                offsets = encoding.offsets
-                edges[i] = len(texts[i]) - len(part) + offsets[max(0, len(offsets) - n)][0]
+                edges[i] = len(texts[i]) - len(part) + encoding.token_to_chars(max(0, length - n))[0]
             else:
-                edges[i] = encoding.offsets[min(n, len(words)) - 1][1]
+                edges[i] = encoding.token_to_chars(min(n, length) - 1)[1]
         todo = widen
     return edges
