@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trajcomp import identifiers
+from trajcomp import identifier_kinds, identifiers
 from trajcomp.rows import Turn
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -218,9 +218,9 @@ def test_same_identifiers_on_edge_cases(text):
 def test_each_finder_finds_what_its_pattern_finds(text):
     """Kind by kind, on the same text (the module's patterns, which the oracle's copy matches)."""
     for find, pattern in [
-        (identifiers._urls, _Oracle.URL), (identifiers._paths, _Oracle.PATH), (identifiers._uuids, _Oracle.UUID),
-        (identifiers._hexes, _Oracle.HEX), (identifiers._error_names, _Oracle.ERROR_NAME),
-        (identifiers._numbers, _Oracle.NUMBER), (identifiers._listing_lines, _Oracle.LISTING_LINE),
+        (identifier_kinds._urls, _Oracle.URL), (identifier_kinds._paths, _Oracle.PATH), (identifier_kinds._uuids, _Oracle.UUID),
+        (identifier_kinds._hexes, _Oracle.HEX), (identifier_kinds._error_names, _Oracle.ERROR_NAME),
+        (identifier_kinds._numbers, _Oracle.NUMBER), (identifier_kinds.listing_lines, _Oracle.LISTING_LINE),
     ]:
         assert find(text) == [m.span() for m in pattern.finditer(text)], find.__name__
     blocks = [(m.start(), m.end(), m[1], m[2]) for m in _Oracle.BLOCK.finditer(text)]
