@@ -239,19 +239,19 @@ def limit_alongside(s: Setup, limits: list[Measurement]) -> float:
 
 def summarizer_bound(s: Setup) -> list[Figure]:
     """At the given latency (CPU the likely bound), then at one long enough that C/L is the bound."""
-    return [_summarizer_bound(s, s.args.latency), _summarizer_bound(s, s.args.endpoint_latency)]
+    figure, s.bound_runs = _summarizer_bound(s, s.args.latency)  # the memory figure's N-row runs
+    return [figure, _summarizer_bound(s, s.args.endpoint_latency)[0]]
 
 
-def _summarizer_bound(s: Setup, latency: float) -> Figure:
+def _summarizer_bound(s: Setup, latency: float) -> tuple[Figure, tuple[Run, Run]]:
     target = s.args.bound_target
     lims, *runs = repeat(
         s.args.repeats, s.limit,
-        lambda: run_trajcomp(s, s.data, target, latency=latency), lambda: run_reference(s, s.data, target, latency),
+        lambda: run_trajcomp(s, s.data, target, latency=latency),
+        lambda: run_reference(s, s.data, target, latency=latency),
     )
     run, ref = (median_by(r, key=lambda run: run.seconds) for r in runs)
     limit_rate = limit_alongside(s, lims)
-    if latency == s.args.latency:
-        s.bound_runs = (run, ref)
     c = s.args.concurrency
     calls_per_row = run.calls / run.rows
     endpoint_rows = (c / latency) / calls_per_row if calls_per_row else float("inf")
@@ -267,7 +267,7 @@ def _summarizer_bound(s: Setup, latency: float) -> Figure:
         f"{ref.rows / ref.seconds:.1f} rows/s (wall), {ref.max_in_flight} in flight",
         ref.seconds / run.m.wall, others([r.m for r in runs[0]]),
         f"{run.calls} calls for {run.rows} rows; trajcomp wall with start-up {run.m.wall:.1f} s",
-    )
+    ), (run, ref)
 
 
 def memory(s: Setup) -> list[Figure]:

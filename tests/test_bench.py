@@ -25,5 +25,5 @@ def test_quick_bench_writes_its_table(tmp_path):
         assert f"| {figure}" in doc, figure
         assert f"| {figure}" in result.stdout, figure  # the table is printed too
     assert "Python: " in doc and "cores" in doc
-    for latency in ("0.05", "0.1"):  # CPU-bound, then endpoint-bound (--quick's latencies)
+    for latency in ("0.05", "0.1"):  # both summarizer-bound figures, by name (--quick's latencies)
         assert f"| Summarizer-bound: openai, L={latency} s, C=8 |" in doc

@@ -60,7 +60,8 @@ def test_a_room_below_the_fixed_parts_gives_the_shortest_form_and_stops():
 
 def test_an_edge_is_where_the_whole_texts_tokens_put_it_whatever_part_was_encoded():
     """Only the ends of a text are encoded; the edge must still be a token boundary of the whole text,
-    even where a long word straddles the part's end (a hash, a base64 blob, a run of spaces)."""
+    even where a long word straddles the part's end (a hash, a base64 blob, a run of spaces) or a
+    contraction takes a character from the word after it."""
     from trajcomp.summarizers.guard import _edges
 
     texts = [
@@ -69,10 +70,12 @@ def test_an_edge_is_where_the_whole_texts_tokens_put_it_whatever_part_was_encode
         "x=" + "".join(f"{k:x}" for k in range(2000)) + "\n" + "tail line\n" * 40,
         "start " + " " * 500 + "Ünïcödé текст " * 200 + "\t" * 300 + " done",
         "a" * 5000,
+        "abc " * 30 + " 'd" + "a" * 33,  # from the end, 8 tokens: "'d" is one word only in the part
+        "we're " * 300,
     ]
     encodings = COUNTER.encode(texts)
     totals = [len(e.ids) for e in encodings]
-    for n in (1, 7, 48, 200, 900):
+    for n in (1, 7, 8, 48, 200, 900):
         tokens = [min(n, total - 1) for total in totals]
         heads = _edges(texts, tokens, totals, COUNTER, from_end=False)
         tails = _edges(texts, tokens, totals, COUNTER, from_end=True)

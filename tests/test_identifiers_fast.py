@@ -1,6 +1,6 @@
-"""The fast identifier scan (trajcomp/identifiers.py) finds exactly what the plain regex passes found.
+"""The fast identifier scan (trajcomp/identifier_kinds.py) finds exactly what the plain regex passes found.
 
-`_Oracle` below is a verbatim copy of identifiers.py before the speed work (commit d372076): one
+`_Oracle` below holds the patterns and logic of identifiers.py before the speed work (commit d372076): one
 `re.sub` pass per kind over the whole text. The tests compare the module with it, identifier for
 identifier and in order, on every turn of the sample data and on generated texts that crowd
 together the characters where the two could differ (run edges, `<`, word boundaries, unicode
@@ -216,12 +216,19 @@ def test_same_identifiers_on_edge_cases(text):
 @settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=texts)
 def test_each_finder_finds_what_its_pattern_finds(text):
-    """Kind by kind, on the same text (the module's patterns, which the oracle's copy matches)."""
+    """Kind by kind, on the same text: each finder against the module's own pattern for its kind, so
+    that a pattern edited without its finder (or the other way round) fails here."""
+    kinds = identifier_kinds
     for find, pattern in [
-        (identifier_kinds._urls, _Oracle.URL), (identifier_kinds._paths, _Oracle.PATH), (identifier_kinds._uuids, _Oracle.UUID),
-        (identifier_kinds._hexes, _Oracle.HEX), (identifier_kinds._error_names, _Oracle.ERROR_NAME),
-        (identifier_kinds._numbers, _Oracle.NUMBER), (identifier_kinds.listing_lines, _Oracle.LISTING_LINE),
+        (kinds._urls, kinds.URL), (kinds._paths, kinds.PATH), (kinds._uuids, kinds.UUID), (kinds._hexes, kinds.HEX),
+        (kinds._error_names, kinds.ERROR_NAME), (kinds._numbers, kinds.NUMBER), (kinds.listing_lines, kinds.LISTING_LINE),
     ]:
         assert find(text) == [m.span() for m in pattern.finditer(text)], find.__name__
     blocks = [(m.start(), m.end(), m[1], m[2]) for m in _Oracle.BLOCK.finditer(text)]
     assert list(identifiers._blocks(text)) == blocks
+
+
+def test_the_kinds_are_the_patterns_the_oracle_had():
+    """The speed work changed how kinds are found, not what they are."""
+    for name in ("URL", "PATH", "UUID", "HEX", "ERROR_NAME", "NUMBER", "LISTING_LINE"):
+        assert getattr(identifier_kinds, name).pattern == getattr(_Oracle, name).pattern, name

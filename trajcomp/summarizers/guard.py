@@ -47,19 +47,19 @@ def _cap(costs: list[int], allowed: int) -> int:
 
 def _elide(texts: list[str], keep: int, totals: list[int], counter: TokenCounter) -> list[str]:
     """Each text (of `totals` tokens) cut to about `keep` tokens: its beginning (3/4) and end (1/4), a
-    marker between. Batched: a round's cuts cost two tokenizer calls, not two per turn."""
+    marker between. Batched: a round's cuts share their tokenizer calls instead of making their own."""
     markers = counter.count([MARKER.format(n=total) for total in totals])
     kept = [max(2, keep - cost) for cost in markers]
     heads = [k * 3 // 4 for k in kept]
     tails = [k - h for k, h in zip(kept, heads)]
-    head_ends = _edges(texts, heads, totals, counter, from_end=False)
-    tail_starts = _edges(texts, tails, totals, counter, from_end=True)
-    out = []
-    for text, total, head, tail, head_end, tail_start in zip(texts, totals, heads, tails, head_ends, tail_starts):
-        if head + tail >= total or head_end >= tail_start:
-            out.append(text)
-        else:
-            out.append(text[:head_end] + MARKER.format(n=total - head - tail) + text[tail_start:])
+    out = list(texts)
+    cut = [i for i, total in enumerate(totals) if heads[i] + tails[i] < total]  # the others stay whole
+    head_ends = _edges([texts[i] for i in cut], [heads[i] for i in cut], [totals[i] for i in cut], counter, False)
+    tail_starts = _edges([texts[i] for i in cut], [tails[i] for i in cut], [totals[i] for i in cut], counter, True)
+    for i, head_end, tail_start in zip(cut, head_ends, tail_starts):
+        if head_end < tail_start:
+            left_out = totals[i] - heads[i] - tails[i]
+            out[i] = texts[i][:head_end] + MARKER.format(n=left_out) + texts[i][tail_start:]
     return out
 
 
@@ -74,13 +74,14 @@ def _edges(texts: list[str], tokens: list[int], totals: list[int], counter: Toke
         widen = []
         for i, part, encoding in zip(todo, parts, counter.encode(parts)):
             n, length = tokens[i], len(encoding)
-            # The word cut at the part's edge may be split otherwise than in the whole text: the edge
-            # must fall outside it, so that it depends on the text alone and not on the span.
+            # The word cut at the part's edge may be split otherwise than in the whole text, and may
+            # take characters from its neighbour (a contraction's "'d"): the edge must fall two words
+            # away from it, so that it depends on the text and hardly ever on the span encoded.
             # (token_to_word and token_to_chars, not word_ids and offsets: no list of every token.)
             if from_end:
-                stable = length > n and encoding.token_to_word(length - n) != encoding.token_to_word(0)
+                stable = length > n and encoding.token_to_word(length - n) >= encoding.token_to_word(0) + 2
             else:
-                stable = length > n and encoding.token_to_word(n - 1) != encoding.token_to_word(length - 1)
+                stable = length > n and encoding.token_to_word(n - 1) <= encoding.token_to_word(length - 1) - 2
             if not stable and spans[i] < len(texts[i]):
                 spans[i] *= 2
                 widen.append(i)

@@ -127,7 +127,7 @@ class OpenAISummarizer(Summarizer):
         cost = self._system_costs.get(system)
         if cost is None:
             cost = self.counter.count([system])[0]
-            if len(self._system_costs) < 256:  # later passes' firmer lengths vary: keep the common ones
+            if len(self._system_costs) < 256:  # later passes' firmer lengths vary: the first 256 are kept
                 self._system_costs[system] = cost
         return cost
 
