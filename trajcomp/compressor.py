@@ -61,6 +61,7 @@ class _Attempt:
     tokens: int
     plan: Plan
     body: str
+    body_tokens: int
     sourced: _Sourced
     identifiers: list[str]  # of the summarized turns, most recent first
 
@@ -193,22 +194,23 @@ class TrajectoryCompressor:
                 best = last
             if last.tokens <= target or tally.passes >= self.config.max_passes:
                 break
-            body_tokens = self.counter.count([last.body])[0]
             deficit = last.tokens - target
-            if body_tokens > budget:  # overshot: ask for less, as much less as it overshot
-                stated = max(1, stated * budget * 9 // (body_tokens * 10))
-                deficit -= body_tokens - budget
+            if last.body_tokens > budget:  # overshot: ask for less, as much less as it overshot
+                stated = max(1, stated * budget * 9 // (last.body_tokens * 10))
+                deficit -= last.body_tokens - budget
             if deficit > 0:
                 more += deficit
                 wider = self._plan(turns, measured, fmt, more)
                 if wider.end > p.end and wider.start == p.start:  # wider, even when the estimate doubts it pays
                     previous, covered, p = last.body, p.end - p.start, wider
-                elif body_tokens <= budget:
+                elif last.body_tokens <= budget:
                     break  # the region is as wide as it may be and the summary within its budget
         return self._result(native, measured, best, last, tally)
 
     async def _attempt(self, native, fmt, turns, measured: Measured, p: Plan, sourced: _Sourced, ids) -> _Attempt:
-        body, out, changed = await asyncio.to_thread(self._assemble, native, fmt, turns, p, sourced.summary.text, ids)
+        body, body_tokens, out, changed = await asyncio.to_thread(
+            self._assemble, native, fmt, turns, p, sourced.summary.text, ids
+        )
         if self.lengths.mode == "turns":  # a turn's count does not depend on its neighbours: count what changed
             costs = measured.costs
             changed_counts = await self.counter.acount([text for _, text in changed])
@@ -216,7 +218,7 @@ class TrajectoryCompressor:
             tokens = kept + sum(changed_counts)
         else:
             tokens = (await self._measure(out, fmt, fmt.turns(out), costs_above=None)).total
-        return _Attempt(out, tokens, p, body, sourced, ids)
+        return _Attempt(out, tokens, p, body, body_tokens, sourced, ids)
 
     def _text_costs(self, measured: Measured, p: Plan) -> tuple[int, ...] | None:
         """The region's turns' token counts, when counting was by turns (a template's costs hold its markup too)."""
@@ -228,9 +230,9 @@ class TrajectoryCompressor:
         return tuple(i for i in identifiers.extract(region) if redact(i, *secrets) == i)
 
     def _assemble(self, native, fmt, turns, p: Plan, summary: str, ids):
-        """The summary body with its identifier index, and the new turns (CPU work: off the loop)."""
+        """The summary body with its identifier index and its length, and the new turns (CPU work: off the loop)."""
         body = identifiers.with_index(summary, ids, self._body_budget, self.counter.count)
-        return (body, *assemble(native, fmt, turns, p, body, self._notice()))
+        return (body, self.counter.count([body])[0], *assemble(native, fmt, turns, p, body, self._notice()))
 
     def _result(self, native, measured: Measured, best: _Attempt, last: _Attempt, tally: _Tally):
         p, sourced = best.plan, best.sourced
@@ -241,7 +243,7 @@ class TrajectoryCompressor:
             )
         over = best.tokens > self.config.target_max_tokens
         # Cannot fit: the region reached as far as it may and the summary kept to its budget.
-        at_limit = last.plan.end >= last.plan.limit and self.counter.count([last.body])[0] <= self._body_budget
+        at_limit = last.plan.end >= last.plan.limit and last.body_tokens <= self._body_budget
         return best.out, RowMetrics(
             Outcome.COMPRESSED, measured.total, best.tokens, len(native), len(best.out),
             self.config.target_max_tokens, region, tally.calls, tally.errors, sourced.source, sourced.error,
