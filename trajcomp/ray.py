@@ -33,7 +33,8 @@ from .config import CompressionConfig, ConfigError, as_config
 from .formats import Format, Record, format_for, split_suffix
 from .formats.base import write_json
 from .formats.jsonl import JSONL, parse_line
-from .formats.parquet import BATCH_SIZE, METRICS_TYPE, to_table
+from .formats.parquet import BATCH_SIZE, _rows, to_table
+from .hf import METRICS_COLUMN_TYPE, metrics_value
 from .metrics import Aggregate
 from .paths import expand_inputs
 from .pipeline import Rejected, Written, routed
@@ -42,16 +43,6 @@ from .tokens import TokenCounter
 
 SUFFIXES = (".jsonl", ".parquet")  # what Ray reads and writes here
 ACTOR_CPUS = 0.5  # a whole CPU per actor starves Ray's read and write tasks on small machines: the run hangs
-
-# The metrics column of `compress`: RowMetrics.to_dict() typed once, so that every block (and every
-# Parquet file written from them) has the same schema, plus why a row was rejected.
-_MORE_METRICS = {
-    "passes": pa.int64(), "cannot_fit": pa.bool_(), "identifier_retention": pa.float64(),
-    "status": pa.string(), "reason": pa.string(), "detail": pa.string(),
-}
-METRICS_COLUMN_TYPE = pa.struct(
-    [*METRICS_TYPE, *(pa.field(n, t) for n, t in _MORE_METRICS.items() if n not in METRICS_TYPE.names)]
-)
 
 # Helper columns of the CLI's dataset: which input file and line a row is, and its pickled result.
 FILE, LINE, RAW, RESULT = "__trajcomp_file", "__trajcomp_line", "__trajcomp_raw", "__trajcomp_result"
@@ -96,23 +87,15 @@ class _Columns(_Actor):
         self.metrics_column = metrics_column
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        rows = batch.to_pylist()
+        rows = _rows(batch)  # as the local Parquet reader reads them (nanosecond times included)
         results = self.compress(rows)
         table = to_table([row if r.rejected else r.row for r, row in zip(results, rows)], batch.schema)
         if self.metrics_column is None:
             return table
-        metrics = pa.array([_metrics(r) for r in results], METRICS_COLUMN_TYPE)
+        metrics = pa.array([metrics_value(r) for r in results], METRICS_COLUMN_TYPE)
         if self.metrics_column in table.column_names:
             table = table.drop_columns([self.metrics_column])
         return table.append_column(pa.field(self.metrics_column, METRICS_COLUMN_TYPE), metrics)
-
-
-def _metrics(result: RowResult) -> dict[str, Any]:
-    """A row's metrics column: its RowMetrics, or status `rejected` and why (with metrics if it was counted)."""
-    metrics = result.metrics.to_dict() if result.metrics is not None else {}
-    if result.rejected:
-        return {**metrics, "status": "rejected", "reason": result.reason, "detail": result.detail}
-    return metrics
 
 
 class _Records(_Actor):
@@ -133,7 +116,7 @@ class _Records(_Actor):
         keys = zip(batch[FILE].to_pylist(), batch[LINE].to_pylist())
         if RAW in batch.column_names:
             return [parse_line(self.sources[f], n, raw) for (f, n), raw in zip(keys, batch[RAW].to_pylist())]
-        rows = batch.drop_columns([FILE, LINE]).to_pylist()
+        rows = _rows(batch.drop_columns([FILE, LINE]))
         return [Record(self.sources[f], n, None, row=row) for (f, n), row in zip(keys, rows)]
 
 
@@ -352,7 +335,7 @@ def compress_files(
     """`trajcomp compress --engine ray`: rows and rejects written, the report written and returned."""
     paths = ray_paths(inputs, output, config, output_format)
     config = _absolute(config).replace(cache=False)  # actors on many machines share no SQLite file: the report says so
-    counter = counter or TokenCounter(config.tokenizer_name, config.trust_remote_code)
+    counter = counter or TokenCounter.for_config(config)
     asyncio.run(_preflight(TrajectoryCompressor(config, counter)))  # a dead endpoint: one line, before Ray starts
     started, clock = datetime.now(timezone.utc), time.monotonic()
     if not ray.is_initialized():
@@ -365,14 +348,15 @@ def compress_files(
     shutil.rmtree(paths.staging, ignore_errors=True)  # a failed run's parts; never the output
     paths.staging.mkdir(parents=True)
     try:
-        sink = _Parts(paths.staging, paths.fmt, _schema(paths))
+        schema = _schema(paths)  # reads every Parquet input's footer: once
+        sink = _Parts(paths.staging, paths.fmt, schema)
         ds = ray.data.read_datasource(_Inputs([str(f.resolve()) for f in paths.inputs]))
         ds = _map(ds, _Records, (config, [str(f) for f in paths.inputs]), concurrency, 64)
         try:
             ds.write_datasink(sink)
         except ray.exceptions.RayError as exc:
             raise RayRunError(f"the Ray run failed: {_cause(exc)}") from exc
-        aggregate = _place(sink.parts, paths)
+        aggregate = _place(sink.parts, paths, schema)
     finally:
         shutil.rmtree(paths.staging, ignore_errors=True)
     report = _report(aggregate, paths, config, TokenizerInfo(**vars(counter.info)), started, time.monotonic() - clock, concurrency)
@@ -396,13 +380,13 @@ def _cause(exc: BaseException) -> str:
     return raised[-1] if raised else f"{type(exc).__name__}: {lines[0] if lines else ''}"
 
 
-def _place(parts: list[_Part], paths: RayPaths) -> Aggregate:
+def _place(parts: list[_Part], paths: RayPaths, schema: pa.Schema | None) -> Aggregate:
     """Rows into place (the folder of parts, or the parts joined in input order), the rejects file, the sums."""
     aggregate = Aggregate()
     for part in parts:
         aggregate.merge(part.aggregate)
     for before, after in zip(parts, parts[1:]):
-        if before.last >= after.first:  # preserve_order keeps each part a range of the input: check it
+        if not paths.folder and before.last >= after.first:  # preserve_order (one file) keeps parts in input order: check it
             raise RuntimeError(f"Ray returned parts out of input order ({before.last} >= {after.first})")
     written = [Path(p.path) for p in parts if p.path]
     if paths.folder:
@@ -410,7 +394,7 @@ def _place(parts: list[_Part], paths: RayPaths) -> Aggregate:
         for part in written:
             os.replace(part, paths.output / part.name)
     else:
-        paths.fmt.join(written, paths.output, _schema(paths))
+        paths.fmt.join(written, paths.output, schema)
     rejects = [row for part in parts for row in part.rejects]
     if rejects:
         JSONL.write_part(paths.rejects, rejects)

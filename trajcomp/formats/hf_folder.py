@@ -28,7 +28,7 @@ from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
 
-from .base import Format, Record
+from .base import Format, Record, write_json
 from .parquet import PARQUET, _rows, conformed_row_groups, joined_schema, to_table
 
 STATE = "state.json"
@@ -108,9 +108,9 @@ class HfFolderFormat(Format):
         tmp.mkdir(parents=True)
         try:
             files = _write_shards(tmp, target.with_metadata(_metadata(target, features)), tables)
-            _write_json(tmp / INFO, {"citation": "", "description": "", "features": features.to_dict(),
-                                     "homepage": "", "license": ""})
-            _write_json(tmp / STATE, _state(tmp, files))
+            info = {"citation": "", "description": "", "features": features.to_dict(), "homepage": "", "license": ""}
+            write_json(tmp / INFO, info, indent=2)
+            write_json(tmp / STATE, _state(tmp, files), indent=2)
             _replace(tmp, dest)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -188,10 +188,6 @@ def _fingerprint(folder: Path, files: list[str]) -> str:
             while chunk := f.read(1 << 20):
                 digest.update(chunk)
     return digest.hexdigest()[:16]
-
-
-def _write_json(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def _replace(tmp: Path, dest: Path) -> None:
