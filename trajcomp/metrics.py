@@ -8,7 +8,7 @@ from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Sequence
 
 
 class Outcome(str, Enum):
@@ -123,7 +123,7 @@ RETENTION_EDGES: tuple[float, ...] = tuple(round(i * 0.1, 1) for i in range(11))
 WORST_ROWS = 20  # the rows most over the limit that a report names
 
 
-def bin_index(value: float, edges: tuple[float, ...]) -> int:
+def bin_index(value: float, edges: Sequence[float]) -> int:
     """The bin [edges[i], edges[i+1]) holding value; the last bin also holds everything above it."""
     return min(max(bisect_right(edges, value) - 1, 0), len(edges) - 2)
 

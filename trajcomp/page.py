@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .formats.base import AtomicFile
-from .render import _n
+from .metrics import bin_index
+from .render import _n, run_letters
 from .render import _value as _fmt
 from .report import FIGURES, Comparison, Report
 
@@ -173,17 +174,13 @@ def _visible(edges: Sequence[float], series: list[Series], marker: Marker | None
     """The bins to draw: from the first to the last non-empty one, the marker's bin included."""
     used = [i for i in range(len(edges) - 1) if any(s.counts[i] for s in series)]
     if marker is not None:
-        used.append(_bin_of(marker.value, edges))
+        used.append(bin_index(marker.value, edges))
     if not used:
         return 0, min(len(edges) - 1, 10)
     first, last = min(used), max(used)
     if len(edges) <= 25:  # a short linear scale (ratios, retention) is shown whole
         return 0, len(edges) - 1
     return max(0, first - 1), min(len(edges) - 1, last + 2)
-
-
-def _bin_of(value: float, edges: Sequence[float]) -> int:
-    return max(0, min(len(edges) - 2, next((i for i in range(len(edges) - 1) if value < edges[i + 1]), len(edges) - 2)))
 
 
 def _bin_label(edges: Sequence[float], i: int) -> str:
@@ -194,7 +191,7 @@ def _bin_label(edges: Sequence[float], i: int) -> str:
 def marker_x(value: float, edges: Sequence[float], log: bool) -> float:
     """Where `value` sits on a chart of equal-width bins over `edges`: log-interpolated within its bin on a log scale."""
     n = len(edges) - 1
-    i = _bin_of(value, edges)
+    i = bin_index(value, edges)
     lo, hi = edges[i], edges[i + 1]
     value = min(max(value, lo), hi)
     if log and lo > 0:
@@ -397,7 +394,7 @@ def _short(value: float) -> str:
 
 
 def comparison_page(reports: Sequence[Report], c: Comparison) -> str:
-    letters = [chr(ord("A") + i) if i < 26 else f"R{i + 1}" for i in range(len(reports))]
+    letters = run_letters(len(reports))
     legend = "".join(f"<li><b>{l}</b> {escape(name)}</li>" for l, name in zip(letters, c.names))
     targets = {r.target_max_tokens for r in reports}
     target = targets.pop() if len(targets) == 1 else None  # one line only when the runs share a target
@@ -415,8 +412,7 @@ def comparison_page(reports: Sequence[Report], c: Comparison) -> str:
     if all(r.statuses is not None for r in reports):
         body.append(_status_figure(reports, letters))
     if any(r.identifier_retention is not None and r.identifier_retention.rows for r in reports):
-        body.append(_retention_figure([r for r in reports if r.identifier_retention is not None],
-                                      [l for l, r in zip(letters, reports) if r.identifier_retention is not None]))
+        body.append(_retention_figure(reports, letters))  # it leaves out the runs without retention itself
     body += [_summarizer_section(reports, letters), _passes_section(reports, letters)]
     return _document("trajcomp comparison: " + ", ".join(c.names), body)
 

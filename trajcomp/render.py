@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .report import Comparison, DatasetStats, Figure, Report, _build, read_report
+from .report import Comparison, DatasetStats, Figure, Report, read_report
 
 
 def _n(value: float) -> str:
@@ -71,12 +71,7 @@ def _reasons(reasons: dict[str, int]) -> str:
     return " (" + ", ".join(f"{k}: {v}" for k, v in reasons.items()) + ")" if reasons else ""
 
 
-def _stats(st: DatasetStats | dict[str, Any]) -> DatasetStats:
-    return st if isinstance(st, DatasetStats) else _build(DatasetStats, st, "stats")
-
-
-def render_estimate(est: DatasetStats | dict[str, Any]) -> str:
-    est = _stats(est)
+def render_estimate(est: DatasetStats) -> str:
     b, a = est.tokens_before, est.tokens_after_estimate
     return "\n".join(
         [
@@ -106,9 +101,8 @@ def table(rows: list[list[str]], align: str = "", indent: str = "  ") -> list[st
     ]
 
 
-def render_stats(st: DatasetStats | dict[str, Any]) -> str:
+def render_stats(st: DatasetStats) -> str:
     """`trajcomp stats` as text: the length distribution, what a run would do, the rows of each file."""
-    st = _stats(st)
     files = st.files
     lines = [
         f"trajcomp stats: {_n(st.rows)} rows in {_n(len(files))} file{'' if len(files) == 1 else 's'}, "
@@ -147,10 +141,14 @@ def _plan_rows(st: DatasetStats) -> list[list[str]]:
     ]
 
 
+def run_letters(n: int) -> list[str]:
+    """The letters that name compared runs (A, B, ...): report paths are too long for headers."""
+    return [chr(ord("A") + i) if i < 26 else f"R{i + 1}" for i in range(n)]
+
+
 def render_comparison(comparison: Comparison, figures: Sequence[Figure]) -> str:
     """`trajcomp compare` as text: a row per figure, a column per report, each later one's difference to the first."""
-    # Columns are lettered and the letters explained above: report paths are too long for headers.
-    letters = [chr(ord("A") + i) if i < 26 else f"R{i + 1}" for i in range(len(comparison.names))]
+    letters = run_letters(len(comparison.names))
     legend = [f"{letter} = {name}" for letter, name in zip(letters, comparison.names)]
     header = ["", letters[0]]
     for letter in letters[1:]:

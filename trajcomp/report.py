@@ -223,10 +223,6 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         return to_json(self)
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any], where: str = "report") -> Report:
-        return read_report(data, where)
-
 
 @dataclass
 class FileRows:
