@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -10,7 +13,7 @@ import pytest
 from conftest import DEMO_TOKENIZER, SAMPLES, read_jsonl
 
 from trajcomp.batching import MAX_CHARS, CoalescingCounter
-from trajcomp.tokens import TokenCounter
+from trajcomp.tokens import TokenCounter, _parts
 
 
 @pytest.fixture(scope="module")
@@ -145,3 +148,27 @@ def test_a_row_asking_again_as_the_drainers_finish_is_never_left_waiting(counter
 
     results = asyncio.run(run())
     assert [again for _, again in results] == [counter.count(["again"])] * 4
+
+
+def test_a_large_count_is_split_across_threads_in_order_and_each_text_keeps_its_count(counter):
+    texts = [t for row in rows_texts() for t in row]
+    texts = [""] + texts * (3 * MAX_CHARS // sum(map(len, texts)) + 1) + ["x " * MAX_CHARS, "tail"]
+    parts = _parts(texts, MAX_CHARS)
+    assert [t for part in parts for t in part] == texts
+    assert len(parts) > 3 and all(sum(map(len, p)) <= MAX_CHARS or len(p) == 1 for p in parts)
+    alone = {t: counter.count([t])[0] for t in set(texts)}
+    assert counter.count(texts) == [alone[t] for t in texts]
+
+
+def test_tokenizer_calls_run_on_the_calling_thread_unless_the_user_chose():
+    """The Rust pool's spinning threads would compete with trajcomp's own counting threads."""
+    probe = (
+        "import os, sys; from trajcomp.tokens import TokenCounter; TokenCounter(sys.argv[1]); "
+        "print(os.environ.get('TOKENIZERS_PARALLELISM'))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TOKENIZERS_PARALLELISM"}
+    for user, expected in ((None, "false"), ("true", "true")):
+        run_env = env if user is None else {**env, "TOKENIZERS_PARALLELISM": user}
+        out = subprocess.run([sys.executable, "-c", probe, str(DEMO_TOKENIZER)], env=run_env,
+                             capture_output=True, text=True, check=True).stdout
+        assert out.strip() == expected

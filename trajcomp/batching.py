@@ -2,23 +2,33 @@
 
 A row asks for its turns' counts and awaits them. While a batch is counted on a counting thread,
 the requests that arrive meanwhile wait and go together into the next call: a batch grows with the
-number of rows in flight, without any timer, and a lone row is never kept waiting. Large batches
-are what the Rust tokenizer is fast at (its own threads use every core). Two batches may be counted
-at once, so the tokenizer keeps working while the event loop resolves one batch's rows and reads
-the next ones; batches are capped so that the rows in flight make more than one.
+number of rows in flight, without any timer, and a lone row is never kept waiting. One batch is
+counted per core at once (each call on one thread: see tokens.py), so the tokenizer keeps every core
+busy while the event loop resolves one batch's rows and reads the next ones; batches are capped so
+that the rows in flight make several.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence
 
-# Characters per tokenizer call (~25 agent rows): the call's encodings take ~100 bytes a token until
-# counted, so this bounds a batch's memory (~35 MB) while keeping it large enough to use every core.
-MAX_CHARS = 1 << 20
-BATCHES_AT_ONCE = 2
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))  # a container's or taskset's share, not the host's
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+BATCHES_AT_ONCE = max(2, usable_cores())
+# Characters per tokenizer call: its encodings take ~100 bytes a token until counted, so the calls
+# at once hold at most ~70 MB (2 MiB of text), and on a machine of many cores each still holds
+# ~5 agent rows, enough that a call's Python overhead stays small beside the Rust work.
+MAX_CHARS = max(256 << 10, (2 << 20) // BATCHES_AT_ONCE)
 
 
 class CoalescingCounter:
