@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from conftest import DEMO_TOKENIZER, SAMPLES, read_jsonl
+from conftest import CORPUS, DEMO_TOKENIZER, SAMPLES, read_jsonl
 
 from trajcomp.batching import MAX_CHARS, CoalescingCounter
 from trajcomp.tokens import TokenCounter, _parts
@@ -172,3 +172,12 @@ def test_tokenizer_calls_run_on_the_calling_thread_unless_the_user_chose():
         out = subprocess.run([sys.executable, "-c", probe, str(DEMO_TOKENIZER)], env=run_env,
                              capture_output=True, text=True, check=True).stdout
         assert out.strip() == expected
+
+
+@pytest.mark.parametrize("kind", ["demo", "bpe", "wordpiece"])
+def test_counts_without_offsets_equal_the_full_encodings_lengths(kind, request):
+    """count() encodes without character offsets (encode_batch_fast): the same tokens as encode()."""
+    folder = DEMO_TOKENIZER if kind == "demo" else request.getfixturevalue(f"{kind}_tokenizer")
+    tokens = TokenCounter(str(folder))
+    texts = [t for row in rows_texts() for t in row] + CORPUS + ["", " ", "ÉCOLE  naïve\t\n", "🙂" * 9]
+    assert tokens.count(texts) == [len(e.ids) for e in tokens.encode(texts)]

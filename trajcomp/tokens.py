@@ -82,8 +82,10 @@ class TokenCounter:
         return [n for counts in self._threads.map(self._count, parts) for n in counts]
 
     def _count(self, texts: list[str]) -> list[int]:
-        encodings = self._backend.encode_batch(texts, add_special_tokens=False)
-        return [len(e) for e in encodings]  # not len(e.ids): that builds a Python list of every id
+        # encode_batch_fast: the same tokens without character offsets, and encodings that free
+        # quicker, under the GIL; len(e), not len(e.ids), which builds a Python list of every id.
+        encodings = self._backend.encode_batch_fast(texts, add_special_tokens=False)
+        return [len(e) for e in encodings]
 
     async def acount(self, texts: Sequence[str]) -> list[int]:
         """`count` off the event loop, in one call together with the other rows' requests meanwhile."""
