@@ -16,7 +16,7 @@ from pathlib import Path
 # Kinds of work, by a frame found in the sampled stack (the one nearest the leaf wins).
 KINDS = (
     ("waiting (idle worker threads, the event loop's select)", ("Condition.wait", "EpollSelector.select")),
-    ("tokenizer (Rust encode_batch)", ("TokenCounter.count",)),
+    ("tokenizer (Rust encode_batch)", ("TokenCounter._count", "TokenCounter.count", "TokenCounter.encode")),
     ("JSON parsing", ("parse_line", "JSONDecoder", "json/decoder.py")),
     ("JSON serialising", ("json_text", "JSONEncoder", "json/encoder.py", "orjson")),
     ("Parquet read/write", ("formats/parquet.py",)),
@@ -77,6 +77,8 @@ def summarise(lines: list[str], top: int = 8) -> Profile:
 def _kind(frames: list[str]) -> str:
     if len(frames) == 1:
         return "native code outside any Python frame"
+    if frames[-1].startswith("_worker (") and "concurrent/futures/thread.py" in frames[-1]:  # a pool thread, idle
+        return KINDS[0][0]
     for frame in reversed(frames[1:]):
         for kind, marks in KINDS:
             if any(mark in frame for mark in marks):
