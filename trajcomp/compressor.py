@@ -15,7 +15,7 @@ from . import identifiers
 from .config import CompressionConfig
 from .metrics import Outcome, RowMetrics
 from .planner import Decision, Plan, PlanParams, plan
-from .redact import redact
+from .redact import kept_whole
 from .rows import SHAREGPT, RowError, RowSchema, Turn
 from .summarizers import SUMMARY_PREFIX, Summarizer, Summary, SummaryError, SummaryRequest, make_summarizer
 from .summarizers.base import with_prefix
@@ -226,8 +226,7 @@ class TrajectoryCompressor:
 
     def _identifiers(self, region: Sequence[Turn]) -> tuple[str, ...]:
         """The region's identifiers; a secret is none: the index never writes what redaction would hide."""
-        secrets = self.summarizer.secrets()
-        return tuple(i for i in identifiers.extract(region) if redact(i, *secrets) == i)
+        return tuple(kept_whole(identifiers.extract(region), *self.summarizer.secrets()))
 
     def _assemble(self, native, fmt, turns, p: Plan, summary: str, ids):
         """The summary body with its identifier index and its length, and the new turns (CPU work: off the loop)."""

@@ -37,6 +37,16 @@ def redact(text: str, *known: str | None) -> str:
     return _ASSIGNMENT.sub(_hide_value, text)
 
 
+def kept_whole(texts: list[str], *known: str | None) -> list[str]:
+    """The texts that redaction leaves as they are. One pass over them all when none holds anything
+    to hide (a match in one text is a match in their join: a newline bounds a pattern as a text's
+    ends do); otherwise each is checked alone."""
+    joined = "\n".join(texts)
+    if redact(joined, *known) == joined:
+        return list(texts)
+    return [text for text in texts if redact(text, *known) == text]
+
+
 def _hide_value(match: re.Match) -> str:
     value = match.group(2)
     quote = value[0] if value[0] in "\"'" else ""
