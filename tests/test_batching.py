@@ -13,7 +13,7 @@ import pytest
 from conftest import CORPUS, DEMO_TOKENIZER, SAMPLES, read_jsonl
 
 from trajcomp.batching import MAX_CHARS, CoalescingCounter
-from trajcomp.tokens import TokenCounter, _parts
+from trajcomp.tokens import TokenCounter, split_by_chars
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +153,7 @@ def test_a_row_asking_again_as_the_drainers_finish_is_never_left_waiting(counter
 def test_a_large_count_is_split_across_threads_in_order_and_each_text_keeps_its_count(counter):
     texts = [t for row in rows_texts() for t in row]
     texts = [""] + texts * (3 * MAX_CHARS // sum(map(len, texts)) + 1) + ["x " * MAX_CHARS, "tail"]
-    parts = _parts(texts, MAX_CHARS)
+    parts = split_by_chars(texts, MAX_CHARS)
     assert [t for part in parts for t in part] == texts
     assert len(parts) > 3 and all(sum(map(len, p)) <= MAX_CHARS or len(p) == 1 for p in parts)
     alone = {t: counter.count([t])[0] for t in set(texts)}

@@ -74,7 +74,7 @@ class TokenCounter:
 
     def count(self, texts: Sequence[str]) -> list[int]:
         """Token counts of `texts`: one batched call, or for many texts one per core at once."""
-        parts = _parts(list(texts), MAX_CHARS)
+        parts = split_by_chars(list(texts), MAX_CHARS)
         if len(parts) <= 1:
             return self._count(parts[0]) if parts else []
         if self._threads is None:
@@ -103,7 +103,7 @@ def _calls_on_one_thread() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-def _parts(texts: list[str], max_chars: int) -> list[list[str]]:
+def split_by_chars(texts: list[str], max_chars: int) -> list[list[str]]:
     """`texts` in consecutive parts of at most `max_chars` characters (a longer text is a part alone)."""
     parts: list[list[str]] = []
     size = 0
