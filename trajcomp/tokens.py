@@ -51,7 +51,8 @@ class TokenCounter:
         self._backend.no_truncation()
         self.info = TokenizerInfo(name_or_path, type(tokenizer).__name__, len(tokenizer))
         self._coalesced = CoalescingCounter(self._count)
-        self._threads: ThreadPoolExecutor | None = None  # for count()'s large calls, made when first needed
+        # count()'s large calls, one part per core at once (threads start on first use)
+        self._threads = ThreadPoolExecutor(BATCHES_AT_ONCE, thread_name_prefix="trajcomp-count-large")
 
     @classmethod
     def for_config(cls, cfg) -> "TokenCounter":
@@ -77,8 +78,6 @@ class TokenCounter:
         parts = split_by_chars(list(texts), MAX_CHARS)
         if len(parts) <= 1:
             return self._count(parts[0]) if parts else []
-        if self._threads is None:
-            self._threads = ThreadPoolExecutor(BATCHES_AT_ONCE, thread_name_prefix="trajcomp-count-large")
         return [n for counts in self._threads.map(self._count, parts) for n in counts]
 
     def _count(self, texts: list[str]) -> list[int]:
