@@ -325,10 +325,14 @@ def memory(s: Setup) -> list[Figure]:
 
 def profiles(s: Setup) -> None:
     with tempfile.TemporaryDirectory(dir=s.work) as tmp:
-        for name, target in (("pass-through (JSONL)", percentile(s.counts, 0.9)), ("summarizer-bound", s.args.bound_target)):
+        for name, target, gil in (
+            ("pass-through (JSONL)", percentile(s.counts, 0.9), False),
+            ("summarizer-bound", s.args.bound_target, False),
+            ("summarizer-bound, Python work only", s.args.bound_target, True),
+        ):
             server_reset(s)
             args = trajcomp_args(s, s.data, Path(tmp) / f"{len(s.profiles)}.jsonl", target)
-            s.profiles[name] = bench_profile.record(args, Path(tmp) / f"{len(s.profiles)}.txt")
+            s.profiles[name] = bench_profile.record(args, Path(tmp) / f"{len(s.profiles)}.txt", gil=gil)
 
 
 def percentile(values: list[int], q: float) -> int:
@@ -404,7 +408,8 @@ def _num(x: float | None) -> str:
 def profile_text(profiles: dict) -> str:
     out = []
     for name, p in profiles.items():
-        out.append(f"**{name}** ({p.samples} busy samples at 100/s, all threads; main thread: {p.main_thread_share:.0%})\n")
+        sampled = "of the thread holding the GIL" if p.gil else "all threads"
+        out.append(f"**{name}** ({p.samples} busy samples at 100/s, {sampled}; main thread: {p.main_thread_share:.0%})\n")
         out.append("| kind of work | share |\n| --- | --- |")
         out += [f"| {k} | {v:.0%} |" for k, v in p.kinds if v >= 0.005]
         out.append("\n| hottest functions (self) | share |\n| --- | --- |")

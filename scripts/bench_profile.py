@@ -6,6 +6,7 @@ one a user starts; only samples where a thread was running (not idle) are kept.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import subprocess
 import sys
@@ -22,6 +23,7 @@ KINDS = (
     ("Parquet read/write", ("formats/parquet.py",)),
     ("summarizer (prompt, HTTP client)", ("summarizers/", "aiohttp/")),
     ("summary cache (SQLite)", ("cache.py",)),
+    ("identifiers (extraction, index) and redaction", ("identifiers.py", "identifier_kinds.py", "redact.py")),
     ("compressor, planner, rows, metrics", ("compressor.py", "planner.py", "rows.py", "metrics.py")),
     ("writing parts, checkpoints", ("formats/base.py", "checkpoint.py", "fsync")),
     ("pipeline and event loop", ("pipeline.py", "asyncio/", "selectors.py", "concurrent/futures")),
@@ -35,20 +37,22 @@ class Profile:
     kinds: list[tuple[str, float]]  # (kind, share of busy samples)
     functions: list[tuple[str, float]]  # (leaf function, share of busy samples)
     main_thread_share: float  # share of busy samples taken on the main thread (the event loop)
+    gil: bool = False  # only the thread holding the GIL was sampled: the Python work, not the Rust
 
 
 def available() -> bool:
     return shutil.which("py-spy", path=str(Path(sys.executable).parent)) is not None or shutil.which("py-spy") is not None
 
 
-def record(args: list[str], out: Path, rate: int = 100) -> Profile:
-    """Run `args` under py-spy and summarise its samples."""
+def record(args: list[str], out: Path, rate: int = 100, gil: bool = False) -> Profile:
+    """Run `args` under py-spy and summarise its samples (with `gil`, only the thread holding the GIL)."""
     spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
     subprocess.run(
-        [spy, "record", "--rate", str(rate), "--format", "raw", "--threads", "--output", str(out), "--", *args],
+        [spy, "record", "--rate", str(rate), "--format", "raw", "--threads", *(["--gil"] if gil else []),
+         "--output", str(out), "--", *args],
         check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
-    return summarise(out.read_text().splitlines())
+    return dataclasses.replace(summarise(out.read_text().splitlines()), gil=gil)
 
 
 def summarise(lines: list[str], top: int = 8) -> Profile:
