@@ -407,7 +407,8 @@ def test_compare_three_reports_with_an_older_one_missing_keys(two_reports, tmp_p
 
 
 @pytest.mark.parametrize(
-    "case", ["not_json", "json_list", "stats_output", "no_sections", "wrong_type", "newer_schema", "missing_file", "one_report"]
+    "case", ["not_json", "json_list", "stats_output", "no_sections", "v2_no_tokens", "wrong_type", "newer_schema",
+             "missing_file", "one_report"]
 )
 def test_compare_errors_exit_2_with_one_line(case, two_reports, stats_runs, tmp_path):
     good = str(two_reports[0])
@@ -417,6 +418,8 @@ def test_compare_errors_exit_2_with_one_line(case, two_reports, stats_runs, tmp_
         "json_list": ("[1, 2]", ["not a trajcomp report (a JSON list, not an object)"]),
         "stats_output": (stats_runs[0].stdout, ["the output of trajcomp stats, not a compress report"]),
         "no_sections": ('{"rows": 3}', ["not a trajcomp report (no 'summary' and 'tokens' sections)"]),
+        "v2_no_tokens": ('{"schema_version": 2, "summary": {"total_trajectories": 3}}',
+                         ["not a trajcomp report (no 'summary' and 'tokens' sections)"]),
         "wrong_type": ('{"summary": {}, "tokens": {}, "summarization": {"api_calls": "n/a"}}',
                        ['summarization.api_calls is "n/a", not an integer']),
         "newer_schema": ('{"schema_version": 99, "summary": {}}', ["schema version 99"]),

@@ -384,17 +384,15 @@ def read_report(data: Any, where: str = "report") -> Report:
     if not isinstance(data, dict):
         raise NotAReport(f"not a trajcomp report (a JSON {_json_type(data)}, not an object)")
     version = data.get("schema_version", 1)
-    if version == 1:
-        if not all(isinstance(data.get(s), dict) for s in ("summary", "tokens")):
-            stats = "files" in data and "tokens_before" in data
-            raise NotAReport("the output of trajcomp stats, not a compress report" if stats
-                             else "not a trajcomp report (no 'summary' and 'tokens' sections)")
-        data = {k: v for k, v in data.items() if k in _V1_SECTIONS}  # schema 1 had no other sections
-    elif version != SCHEMA_VERSION:
+    if version not in (1, SCHEMA_VERSION):
         raise NotAReport(f"a report of schema version {version!r}; this trajcomp reads versions 1 to {SCHEMA_VERSION}")
-    elif "summary" not in data:
+    # Every compress report has both; without them its figures would read as zeros, not as missing.
+    if not all(isinstance(data.get(s), dict) for s in ("summary", "tokens")):
         stats = "files" in data and "tokens_before" in data
-        raise NotAReport("the output of trajcomp stats, not a compress report" if stats else "no 'summary' section")
+        raise NotAReport("the output of trajcomp stats, not a compress report" if stats
+                         else "not a trajcomp report (no 'summary' and 'tokens' sections)")
+    if version == 1:
+        data = {k: v for k, v in data.items() if k in _V1_SECTIONS}  # schema 1 had no other sections
     report = _build(Report, data, where)
     report.schema_version = SCHEMA_VERSION  # converted: written again, it is a version-2 report
     return report
