@@ -34,6 +34,7 @@ import bench_profile  # noqa: E402
 from bench_proc import CORES, Measurement, measure_call, measure_command  # noqa: E402
 
 DEMO_TOKENIZER = ROOT / "data_samples" / "demo_tokenizer"
+_STARTING_ENV = dict(os.environ)
 
 
 @dataclass
@@ -102,9 +103,9 @@ def counting(s: Setup) -> list[Figure]:
     from tokenizers import Tokenizer
     from transformers import AutoTokenizer
 
-    from trajcomp.batching import MAX_CHARS
+    from trajcomp.batching import MAX_CHARS, split_by_chars
     from trajcomp.rows import adapter_for
-    from trajcomp.tokens import TokenCounter, split_by_chars
+    from trajcomp.tokens import TokenCounter
 
     per_row = [[t.text for t in a.turns(a.native_turns(r))] for r in s.rows for a in [adapter_for(r)]]
     flat = [text for texts in per_row for text in texts]
@@ -231,9 +232,8 @@ def run_reference(s: Setup, src: Path, target: int, latency: float | None = None
 
 
 def _env() -> dict:
-    """The environment a user's run would have (this process's TokenCounter set TOKENIZERS_PARALLELISM)."""
-    env = {k: v for k, v in os.environ.items() if k != "TOKENIZERS_PARALLELISM"}
-    return {**env, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"}
+    """The environment this script started with: its own TokenCounter set TOKENIZERS_PARALLELISM since."""
+    return {**_STARTING_ENV, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"}
 
 
 def pass_through(s: Setup) -> list[Figure]:

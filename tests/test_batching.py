@@ -12,8 +12,8 @@ import pytest
 
 from conftest import CORPUS, DEMO_TOKENIZER, SAMPLES, read_jsonl
 
-from trajcomp.batching import MAX_CHARS, CoalescingCounter
-from trajcomp.tokens import TokenCounter, split_by_chars
+from trajcomp.batching import MAX_CHARS, CoalescingCounter, split_by_chars
+from trajcomp.tokens import TokenCounter
 
 
 @pytest.fixture(scope="module")
@@ -158,9 +158,10 @@ def test_a_large_count_is_split_across_threads_in_order_and_each_text_keeps_its_
     assert len(parts) > 3 and all(sum(map(len, p)) <= MAX_CHARS or len(p) == 1 for p in parts)
     alone = {t: counter.count([t])[0] for t in set(texts)}
     assert counter.count(texts) == [alone[t] for t in texts]
+    assert asyncio.run(counter.acount(texts)) == [alone[t] for t in texts]  # one request over MAX_CHARS
 
 
-def test_tokenizer_calls_run_on_the_calling_thread_unless_the_user_chose():
+def test_a_counter_turns_the_rust_thread_pool_off_unless_the_user_chose():
     """The Rust pool's spinning threads would compete with trajcomp's own counting threads."""
     probe = (
         "import os, sys; from trajcomp.tokens import TokenCounter; TokenCounter(sys.argv[1]); "

@@ -19,16 +19,29 @@ from typing import Callable, Sequence
 
 def usable_cores() -> int:
     try:
-        return len(os.sched_getaffinity(0))  # a container's or taskset's share, not the host's
+        return len(os.sched_getaffinity(0))  # the CPUs it may run on (taskset, cpuset); not a CPU quota
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
 
 
 BATCHES_AT_ONCE = max(2, usable_cores())
-# Characters per tokenizer call: its encodings take ~100 bytes a token until counted, so the calls
-# at once hold at most ~70 MB (2 MiB of text), and on a machine of many cores each still holds
-# ~5 agent rows, enough that a call's Python overhead stays small beside the Rust work.
+# Characters per tokenizer call: its encodings take ~100 bytes a token until counted, so up to 8
+# cores the calls at once hold ~70 MB (2 MiB of text); above that each call still holds ~5 agent
+# rows (256 KiB, ~9 MB), enough that its Python overhead stays small beside the Rust work.
 MAX_CHARS = max(256 << 10, (2 << 20) // BATCHES_AT_ONCE)
+
+
+def split_by_chars(texts: list[str], max_chars: int) -> list[list[str]]:
+    """`texts` in consecutive parts of at most `max_chars` characters (a longer text is a part alone)."""
+    parts: list[list[str]] = []
+    size = 0
+    for text in texts:
+        if not parts or size + len(text) > max_chars:
+            parts.append([])
+            size = 0
+        parts[-1].append(text)
+        size += len(text)
+    return parts
 
 
 class CoalescingCounter:

@@ -38,9 +38,9 @@ def redact(text: str, *known: str | None) -> str:
 
 
 def kept_whole(texts: list[str], *known: str | None) -> list[str]:
-    """The texts that redaction leaves as they are. One pass over them all when none holds anything
-    to hide (a match in one text is a match in their join: a newline bounds a pattern as a text's
-    ends do); otherwise each is checked alone."""
+    """The texts that redaction leaves as they are. One pass over them all when their join comes
+    out unchanged: a match in one text is a match in the join too (a newline bounds a pattern as a
+    text's ends do). A match across texts only sends them to the check of each text alone."""
     joined = "\n".join(texts)
     if redact(joined, *known) == joined:
         return list(texts)

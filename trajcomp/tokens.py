@@ -19,7 +19,7 @@ from functools import partial
 from typing import Any, Sequence
 from urllib.parse import urlsplit
 
-from .batching import BATCHES_AT_ONCE, MAX_CHARS, CoalescingCounter
+from .batching import BATCHES_AT_ONCE, MAX_CHARS, CoalescingCounter, split_by_chars
 from .rows import content_text
 
 
@@ -50,7 +50,7 @@ class TokenCounter:
         self._backend.no_padding()
         self._backend.no_truncation()
         self.info = TokenizerInfo(name_or_path, type(tokenizer).__name__, len(tokenizer))
-        self._coalesced = CoalescingCounter(self._count)
+        self._coalesced = CoalescingCounter(self.count)  # one call a batch; a lone row over MAX_CHARS split
         # count()'s large calls, one part per core at once (threads start on first use)
         self._threads = ThreadPoolExecutor(BATCHES_AT_ONCE, thread_name_prefix="trajcomp-count-large")
 
@@ -100,19 +100,6 @@ def _calls_on_one_thread() -> None:
     tokenizers reads the variable at every call.
     """
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-
-def split_by_chars(texts: list[str], max_chars: int) -> list[list[str]]:
-    """`texts` in consecutive parts of at most `max_chars` characters (a longer text is a part alone)."""
-    parts: list[list[str]] = []
-    size = 0
-    for text in texts:
-        if not parts or size + len(text) > max_chars:
-            parts.append([])
-            size = 0
-        parts[-1].append(text)
-        size += len(text)
-    return parts
 
 
 def _read_template(path: str) -> str:
