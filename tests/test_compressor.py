@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import re
 import time
 
 import pytest
@@ -13,9 +14,11 @@ from hypothesis import strategies as st
 
 from trajcomp.compressor import TrajectoryCompressor
 from trajcomp.config import CompressionConfig
+from trajcomp.identifiers import INDEX_HEAD
 from trajcomp.metrics import Outcome, RowMetrics
 from trajcomp.summarizers.base import SUMMARY_PREFIX, Summarizer, Summary, SummaryError, SummaryRequest
 from trajcomp.summarizers.extractive import ExtractiveSummarizer
+from trajcomp.summary_turn import USERS_HEAD
 from trajcomp.tokens import TokenCounter
 
 _COUNTERS: dict[str, TokenCounter] = {}
@@ -165,7 +168,18 @@ def check(compressor: TrajectoryCompressor, turns: list[dict], out: list[dict], 
         summary_text = summary_turn["value"]
         assert out[start + 1:] == turns[end:]
         assert len(out) == n - (end - start) + 1
-    assert counter.count([summary_text])[0] <= cfg.summary_target_tokens
+    # The user's words in the region are carried verbatim (a long one cut at the start of a token),
+    # latest first; the rest of the turn keeps to the budget.
+    humans = [t["value"] for t in reversed(turns[start:end]) if t["from"] == "human"]
+    carried = ""
+    if humans:
+        carried = USERS_HEAD + summary_text.split(USERS_HEAD, 1)[1].split("\n" + INDEX_HEAD, 1)[0]
+        cuts = [(c.start(1), c[1]) for c in re.finditer(r"\d+\. (.*?) \[\.\.\. \d+ tokens cut\]", carried, re.S)]
+        places = [carried.find(h) if h in carried else next((at for at, c in cuts if h.startswith(c)), -1)
+                  for h in humans]
+        assert -1 not in places and places == sorted(places), (humans, carried)
+        assert sum(h not in carried for h in humans) == m.human_turns_cut
+    assert counter.count([summary_text.replace(carried, "")])[0] <= cfg.summary_target_tokens
 
     # The head is verbatim, but for the notice appended to its first system turn.
     first_system = next((i for i in range(start) if turns[i]["from"] == "system"), None)
@@ -460,8 +474,12 @@ def test_summarizer_receives_the_region_and_the_body_budget(tok):
     (request,) = summarizer.requests
     start, end = m.region
     assert [(t.role, t.text) for t in request.turns] == [(t["from"], t["value"]) for t in turns[start:end]]
-    prefix = c.counter.count([SUMMARY_PREFIX + " "])[0]
-    assert request.target_tokens == 300 - prefix
+    budget = 300 - c.counter.count([SUMMARY_PREFIX + " "])[0]
+    # No user words in this region: the summarizer is asked for the body's budget less the index's
+    # room, the index of every identifier or half the budget, whichever is less.
+    index = c.counter.count([INDEX_HEAD + ", ".join(request.identifiers)])[0]
+    assert len(request.identifiers) > 10
+    assert request.target_tokens == budget - min(index, int(budget * 0.5)) < budget
     assert request.timeout == 42.0
 
 

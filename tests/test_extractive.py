@@ -14,7 +14,7 @@ from trajcomp.rows import Turn
 from trajcomp.summarizers import make_summarizer
 from trajcomp.summarizers.base import SummaryRequest
 from trajcomp.identifiers import INDEX_HEAD, extract
-from trajcomp.summarizers.extractive import ACTION, INDEX_SHARE, ExtractiveSummarizer, Item, extract_items, fit
+from trajcomp.summarizers.extractive import ACTION, ExtractiveSummarizer, Item, extract_items, fit
 from trajcomp.tokens import TokenCounter
 
 _COUNTERS: dict[str, TokenCounter] = {}
@@ -142,8 +142,8 @@ def test_keeps_calls_args_exit_status_errors_paths_and_identifiers(counter):
         assert path in files
     idents = next(l for l in text.splitlines() if l.startswith("Identifiers: "))
     assert "3f9a2b1c4d" in idents and "v2.31.0" in idents
-    # the user's words and the gist of the reasoning
-    assert "User: Also make sure the CLI still works after the change." in text
+    # the gist of the reasoning; not the user's words, which the compressor carries verbatim beside it
+    assert "Also make sure the CLI still works" not in text
     assert "Reasoning: The parser tests fail, so I will run them first to see the failure." in text
     assert "Then fix it" not in text  # only the first sentence of the reasoning
     assert "Assistant: I will check the CLI entry point now." in text
@@ -178,7 +178,7 @@ def test_chinese_conversation_quotes_reasoning_in_chinese(counter):
     text = summarize(counter, chinese_turns(), 2000)
     assert "我们需要修复解析器中的错误" in text
     assert "问题出在 split 的切片上" in text
-    assert "User: 请修复解析器中的错误" in text
+    assert "请修复解析器中的错误" not in text  # the user's words: carried by the compressor
     assert "期望 3 个字段" in text  # the first error line, verbatim
     assert "terminal(command=pytest -x) -> exit 1" in text
     assert tokens(counter, text) <= 2000
@@ -207,9 +207,8 @@ def test_deterministic(counter):
     assert summarizer.summarize_sync(SummaryRequest(tuple(list(turns)), 300)).text == text
     assert asyncio.run(summarizer.summarize(request)).text == text
     assert asyncio.run(summarizer.summarize(request)).api_calls == 0
-    # The items take the budget less the room left for the identifier index (at most half of it).
-    reserve = min(int(300 * INDEX_SHARE), tokens(counter, INDEX_HEAD + ", ".join(extract(turns))))
-    assert 0 < reserve and text == summarize(counter, turns, 300 - reserve)
+    # The items take the whole length asked for: the compressor has already kept the index's room.
+    assert text == summarize(counter, turns, 300) and 250 < tokens(counter, text) <= 300
 
 
 def test_registered_by_name(bpe_tokenizer):
@@ -352,8 +351,8 @@ def test_budget_smaller_than_the_omission_note(counter, budget):
 
 def test_small_budget_with_one_short_item_terminates(bpe_tokenizer):
     counter = _COUNTERS.get("bpe") or TokenCounter(str(bpe_tokenizer))
-    # A follow-up and a thinking turn: the long reasoning is dropped, the short "User: continue" fits,
-    # but it plus the 25-token omission note do not, and the note alone does not either.
+    # A follow-up and a thinking turn: the long reasoning is dropped, and the omission note alone
+    # does not fit either (the follow-up gives no item: the compressor carries the user's words).
     turns = [Turn("human", "continue"),
              gpt("The build fails because the configuration file is missing from the repository root.")]
     text = summarize(counter, turns, 20)  # guarded: raises Runaway instead of hanging

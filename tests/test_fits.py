@@ -25,7 +25,8 @@ from trajcomp.config import CompressionConfig
 from trajcomp.identifiers import extract, retention
 from trajcomp.metrics import Outcome
 from trajcomp.rows import OPENAI, SHAREGPT, Turn
-from trajcomp.summarizers.base import SUMMARY_PREFIX, Summarizer, Summary, SummaryRequest, with_prefix
+from trajcomp.summarizers.base import SUMMARY_PREFIX, Summarizer, Summary, SummaryRequest
+from trajcomp.summary_turn import joined
 from trajcomp.tokens import TemplateLengths, TokenCounter, TurnLengths
 
 CHAT_ROLES = {"system": "system", "human": "user", "gpt": "assistant", "tool": "tool"}
@@ -273,22 +274,23 @@ class Sized(Summarizer):
         low, high = 0, 8 * wanted
         while low < high:  # the longest body whose summary turn is within `wanted` tokens
             mid = (low + high + 1) // 2
-            if self.counter.count([with_prefix("x" * mid)])[0] <= wanted:
+            if self.counter.count([joined(SUMMARY_PREFIX, "prose", "x" * mid)])[0] <= wanted:
                 low = mid
             else:
                 high = mid - 1
         body = "x" * low
-        assert self.counter.count([with_prefix(body)])[0] == wanted
+        assert self.counter.count([joined(SUMMARY_PREFIX, "prose", body)])[0] == wanted
         return Summary(body, api_calls=1)
 
 
 def prose_row() -> dict[str, Any]:
-    """A long row with no identifiers, so the summary gets no index line."""
+    """A long row with no identifiers and no user turn in its middle, so the summary turn is the
+    summarizer's text alone: no index line, no user words carried."""
     turns = [{"from": "system", "value": "You are a careful assistant."},
              {"from": "human", "value": "Please tidy up the notes."}]
     for k in range(12):
         turns.append({"from": "gpt", "value": "I will read the notes and then tidy them up carefully. " * 8})
-        turns.append({"from": "human", "value": "Keep going with the next part of the notes please. " * 8})
+        turns.append({"from": "tool", "value": "Here is the next part of the notes to tidy up for you. " * 8})
     return {"conversations": turns}
 
 
@@ -331,10 +333,15 @@ def test_special_tokens_are_never_counted_per_turn(tmp_path, bpe_tokenizer):
 # Passes: an endpoint that overshoots the stated length
 # --------------------------------------------------------------------------------------------
 
+# Four times the stated length: up to twice, the index's room and the planner's margin absorb the
+# overshoot and every row fits in one pass (measured on these rows), so no pass would be needed.
+OVERSHOOT = 4.0
+
+
 def run_overshooting(tmp_path: Path, rows, *extra: str) -> tuple[list[dict], dict]:
     tmp_path.mkdir()
     write_jsonl(tmp_path / "in.jsonl", rows)
-    with ServerThread(overshoot=1.4, overshoot_tokenizer=str(DEMO_TOKENIZER / "tokenizer.json")) as server:
+    with ServerThread(overshoot=OVERSHOOT, overshoot_tokenizer=str(DEMO_TOKENIZER / "tokenizer.json")) as server:
         res = run_cli("compress", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl"),
                       "-c", str(Path("configs/demo.yaml").resolve()), "--summarizer", "openai",
                       "--base-url", server.base_url, "--model", "test-model", "--api-key-env", "TRAJCOMP_NO_KEY",

@@ -7,7 +7,7 @@ import re
 from conftest import DEMO_TOKENIZER
 
 from trajcomp.rows import Turn
-from trajcomp.summarizers.guard import MIN_KEPT, fit_turns
+from trajcomp.summarizers.guard import MARKER, MIN_KEPT, fit_turns
 from trajcomp.tokens import TokenCounter
 
 COUNTER = TokenCounter(str(DEMO_TOKENIZER))
@@ -48,14 +48,30 @@ def test_the_longest_tool_outputs_are_cut_to_one_cap_keeping_both_ends():
 
 
 def test_a_room_below_the_fixed_parts_gives_the_shortest_form_and_stops():
-    """Every turn cut to MIN_KEPT at most (tool outputs first, then the rest): as short as it gets."""
+    """Every turn longer than a marker is cut to little more than its marker: as short as it gets."""
     given = turns()
     texts = fit_turns(given, 10, COUNTER)
     for text, cost, original in zip(texts, COUNTER.count(texts), COUNTER.count([t.text for t in given])):
-        if original <= MIN_KEPT:
-            assert text in (t.text for t in given)
+        marker = COUNTER.count([MARKER.format(n=original)])[0]
+        if "tokens left out" not in text:
+            assert text in (t.text for t in given) and original <= marker + 4
         else:
-            assert "tokens left out" in text and cost <= MIN_KEPT + 3
+            assert cost <= marker + 4
+
+
+def test_so_many_turns_that_min_kept_each_is_too_much_still_fit_the_room():
+    """Twenty long turns in a room below 20 x MIN_KEPT: the cap goes under MIN_KEPT rather than over the room."""
+    given = [Turn("gpt" if k % 2 == 0 else "tool", f"turn {k}\n" + LOG[: 3000]) for k in range(20)]
+    room = 20 * MIN_KEPT * 3 // 4
+    texts = fit_turns(given, room, COUNTER)
+    assert sum(COUNTER.count(texts)) <= room
+    assert all("tokens left out" in text for text in texts)
+    # tool outputs went down first: the gpt turns keep more, their openings among it
+    assert all(text.startswith(f"turn {k}") for k, text in enumerate(texts) if k % 2 == 0)
+    assert max(COUNTER.count(texts[1::2])) < min(COUNTER.count(texts[0::2]))
+    # With room for MIN_KEPT each, no turn goes under it.
+    roomy = fit_turns(given, 20 * (MIN_KEPT + 16), COUNTER)
+    assert sum(COUNTER.count(roomy)) <= 20 * (MIN_KEPT + 16) and min(COUNTER.count(roomy)) >= MIN_KEPT
 
 
 def test_an_edge_is_where_the_whole_texts_tokens_put_it_whatever_part_was_encoded():

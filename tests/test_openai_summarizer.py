@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import io
 import json
+import re
 import os
 import time
 from dataclasses import dataclass
@@ -669,16 +670,24 @@ def test_summary_text_in_rows(think, override, srv, data, tmp_path, bpe_tokenize
             assert summary.startswith(SUMMARY_PREFIX + " Summary of ")
 
 
+def stated_length(body: dict[str, Any], tokenizer: Path) -> int:
+    """The length the prompt asks for: the body's budget less the identifier index's room (at most half)."""
+    budget = body_budget(tokenizer)
+    stated = int(re.findall(r"(\d+) tokens", body["messages"][0]["content"])[-1])
+    assert budget - budget // 2 <= stated < budget
+    return stated
+
+
 def test_request_body(srv, data, tmp_path, bpe_tokenizer):
     run = compress(tmp_path, srv.base_url, bpe_tokenizer)
     bodies = srv.stats.bodies
     assert len(bodies) == N_OVER
-    system = SYSTEM_PROMPT.replace("{target_tokens}", str(body_budget(bpe_tokenizer)))
     for body in bodies:
         assert set(body) == {"model", "messages", "temperature", "max_tokens"}
         assert body["model"] == MODEL and body["temperature"] == 0.3
         assert body["max_tokens"] == 2 * SUMMARY_TARGET
         assert [m["role"] for m in body["messages"]] == ["system", "user"]
+        system = SYSTEM_PROMPT.replace("{target_tokens}", str(stated_length(body, bpe_tokenizer)))
         assert body["messages"][0]["content"] == system  # fixed first: a prefix servers can reuse
     # The user message is exactly the summarized region of the row, turn by turn.
     users = sorted(b["messages"][1]["content"] for b in bodies)
@@ -703,7 +712,7 @@ def test_prompt_file_replaces_the_system_message(srv, data, tmp_path, bpe_tokeni
     assert len(bodies) == N_OVER
     for body in bodies:
         assert body["messages"][0] == {"role": "system",
-                                       "content": f"Summarize this agent log in {body_budget(bpe_tokenizer)} tokens. Custom v2."}
+                                       "content": f"Summarize this agent log in {stated_length(body, bpe_tokenizer)} tokens. Custom v2."}
         assert body["temperature"] == 0.0
 
 

@@ -62,6 +62,11 @@ def compress(
     chat_template: Optional[Path] = typer.Option(None, help="A chat template file to use instead of the tokenizer's."),
     max_passes: Optional[int] = typer.Option(None, help="Summaries per row at most, while it is still over (default 3).", min=1),
     summarizer: Optional[str] = typer.Option(None, help="Summarizer: extractive (offline default) or openai."),
+    summary_style: Optional[str] = typer.Option(
+        None, help="Summary shape: prose (default) or handoff (Active Task, Goal, Completed Actions, Active State, "
+                   "Relevant Files, Critical Context)."),
+    summary_prefix: Optional[str] = typer.Option(
+        None, help="Text that opens the summary turn (default '[CONTEXT SUMMARY]:'), e.g. your agent's own."),
     concurrency: Optional[int] = typer.Option(None, help="Summarizer calls in flight at once (default 50).", min=1),
     max_rows_in_memory: Optional[int] = typer.Option(
         None, help="Rows held at once, running or done and waiting behind a slower row (default 1000).", min=1
@@ -123,6 +128,8 @@ def compress(
             chat_template=str(chat_template) if chat_template else None,
             max_passes=max_passes,
             summarizer=summarizer,
+            summary_style=summary_style,
+            summary_prefix=summary_prefix,
             max_concurrent_requests=concurrency,
             max_rows_in_memory=max_rows_in_memory,
             base_url=base_url,

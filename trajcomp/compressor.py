@@ -11,14 +11,14 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from . import identifiers
+from . import identifiers, summary_turn
 from .config import CompressionConfig
 from .metrics import Outcome, RowMetrics
 from .planner import Decision, Plan, PlanParams, plan
 from .redact import kept_whole
 from .rows import SHAREGPT, RowError, RowSchema, Turn
-from .summarizers import SUMMARY_PREFIX, Summarizer, Summary, SummaryError, SummaryRequest, make_summarizer
-from .summarizers.base import with_prefix
+from .summarizers import Summarizer, Summary, SummaryError, SummaryRequest, make_summarizer
+from .summary_turn import UserWords
 from .tokens import Measured, TokenCounter, lengths_for
 
 _UNCHANGED = {
@@ -53,6 +53,17 @@ class _Sourced:
     error: str | None = None  # the primary summarizer's failure, when a fallback wrote the summary
 
 
+@dataclass(frozen=True)
+class _Region:
+    """What a pass's summary turn is made of besides the summary: the user's words, the identifiers,
+    and the length left for the summarizer's own text (`room`)."""
+
+    identifiers: tuple[str, ...]  # of the summarized turns, most recent first
+    words: UserWords
+    room: int
+    goal: str | None = None  # handoff: the row's first user request
+
+
 @dataclass
 class _Attempt:
     """One pass's result: the assembled turns, their length, and what made them."""
@@ -61,9 +72,14 @@ class _Attempt:
     tokens: int
     plan: Plan
     body: str
-    body_tokens: int
+    text_tokens: int  # of the summarizer's own text
     sourced: _Sourced
-    identifiers: list[str]  # of the summarized turns, most recent first
+    region: _Region
+
+    @property
+    def overshot(self) -> bool:
+        """Whether the summarizer wrote more than the room it was given."""
+        return self.text_tokens > self.region.room
 
 
 @dataclass
@@ -97,8 +113,9 @@ class TrajectoryCompressor:
         if config.on_failure == "extractive" and self.summarizer.name != "extractive":
             self.fallback = make_summarizer("extractive", config, self.counter)
         self.schema = RowSchema.from_config(config)
-        prefix_tokens = self.counter.count([SUMMARY_PREFIX + " "])[0]
-        self._body_budget = max(1, config.summary_target_tokens - prefix_tokens)
+        opening = summary_turn.opening(config.summary_prefix, config.summary_style)
+        self._body_budget = max(1, config.summary_target_tokens - self.counter.count([opening])[0])
+        self._user_cap = max(1, int(config.summary_target_tokens * summary_turn.USER_TURN_SHARE))
         self.params = plan_params(config, self.lengths)
 
     async def start(self) -> None:
@@ -168,15 +185,16 @@ class TrajectoryCompressor:
     async def _passes(self, native, fmt, turns: Sequence[Turn], measured: Measured, p: Plan):
         """Summarize, measure the real row, and while it is still over: ask again with a firmer
         length when the summary overshot its budget, extend the region when it can grow."""
-        target, budget = self.config.target_max_tokens, self._body_budget
+        target = self.config.target_max_tokens
         tally, best, last = _Tally(), None, None
-        stated, previous, covered, more = budget, None, 0, 0
+        stated, previous, covered, more = None, None, 0, 0
         while True:
-            region = turns[p.start : p.end]
-            ids = await asyncio.to_thread(self._identifiers, region)
+            region = await asyncio.to_thread(self._region, turns, p)
+            stated = None if stated is None or stated >= region.room else stated
             request = SummaryRequest(
-                tuple(region), budget, self.config.per_trajectory_timeout, None if stated == budget else stated,
-                previous, covered, self._text_costs(measured, p), ids,
+                tuple(turns[p.start : p.end]), region.room, self.config.per_trajectory_timeout, stated,
+                previous, covered, self._text_costs(measured, p), region.identifiers,
+                self.config.summary_style, region.goal,
             )
             try:
                 sourced = await self._summarize(request)
@@ -189,27 +207,30 @@ class TrajectoryCompressor:
                     )
                 break  # an earlier pass's summary stands
             tally.add(sourced.summary.api_calls, sourced.summary.errors)
-            last = await self._attempt(native, fmt, turns, measured, p, sourced, ids)
+            last = await self._attempt(native, fmt, turns, measured, p, sourced, region)
             if best is None or last.tokens < best.tokens:
                 best = last
             if last.tokens <= target or tally.passes >= self.config.max_passes:
                 break
             deficit = last.tokens - target
-            if last.body_tokens > budget:  # overshot: ask for less, as much less as it overshot
-                stated = max(1, stated * budget * 9 // (last.body_tokens * 10))
-                deficit -= last.body_tokens - budget
+            if last.overshot:  # ask for less, as much less as it overshot
+                stated = max(1, request.stated * region.room * 9 // (last.text_tokens * 10))
+                deficit -= last.text_tokens - region.room
             if deficit > 0:
                 more += deficit
                 wider = self._plan(turns, measured, fmt, more)
                 if wider.end > p.end and wider.start == p.start:  # wider, even when the estimate doubts it pays
-                    previous, covered, p = last.body, p.end - p.start, wider
-                elif last.body_tokens <= budget:
-                    break  # the region is as wide as it may be and the summary within its budget
+                    # the earlier summary is updated with the new turns: the summarizer's own text,
+                    # not the user's words and the index, which are carried again anyway
+                    previous, covered, p = sourced.summary.text, p.end - p.start, wider
+                elif not last.overshot:
+                    break  # the region is as wide as it may be and the summary within its room
         return self._result(native, measured, best, last, tally)
 
-    async def _attempt(self, native, fmt, turns, measured: Measured, p: Plan, sourced: _Sourced, ids) -> _Attempt:
-        body, body_tokens, out, changed = await asyncio.to_thread(
-            self._assemble, native, fmt, turns, p, sourced.summary.text, ids
+    async def _attempt(self, native, fmt, turns, measured: Measured, p: Plan, sourced: _Sourced,
+                       region: _Region) -> _Attempt:
+        body, text_tokens, out, changed = await asyncio.to_thread(
+            self._assemble, native, fmt, turns, p, sourced.summary.text, region
         )
         if self.lengths.mode == "turns":  # a turn's count does not depend on its neighbours: count what changed
             costs = measured.costs
@@ -218,20 +239,40 @@ class TrajectoryCompressor:
             tokens = kept + sum(changed_counts)
         else:
             tokens = (await self._measure(out, fmt, fmt.turns(out), costs_above=None)).total
-        return _Attempt(out, tokens, p, body, body_tokens, sourced, ids)
+        return _Attempt(out, tokens, p, body, text_tokens, sourced, region)
 
     def _text_costs(self, measured: Measured, p: Plan) -> tuple[int, ...] | None:
         """The region's turns' token counts, when counting was by turns (a template's costs hold its markup too)."""
         return tuple(measured.costs[p.start : p.end]) if self.lengths.mode == "turns" else None
 
-    def _identifiers(self, region: Sequence[Turn]) -> tuple[str, ...]:
-        """The region's identifiers; a secret is none: the index never writes what redaction would hide."""
-        return tuple(kept_whole(identifiers.extract(region), *self.summarizer.secrets()))
+    def _region(self, turns: Sequence[Turn], p: Plan) -> _Region:
+        """The region's identifiers (a secret is none: the index never writes what redaction would hide),
+        the user's words, and the room left for the summarizer: the body's budget less the user's
+        words (with handoff's headings) and the index's share (CPU work: off the loop)."""
+        ids = tuple(kept_whole(identifiers.extract(turns[p.start : p.end]), *self.summarizer.secrets()))
+        handoff = self.config.summary_style == summary_turn.HANDOFF
+        words = summary_turn.user_words(turns, p.start, p.end, self._user_cap, self.counter, handoff)
+        skeleton = summary_turn.compose(self.config.summary_style, "", words)
+        unlisted = [ident for ident in ids if ident not in skeleton]
+        index = identifiers.INDEX_HEAD + ", ".join(unlisted)
+        fixed, index_tokens = self.counter.count([skeleton, index])
+        index_room = min(int(self._body_budget * identifiers.INDEX_SHARE), index_tokens)
+        # The user's words come first; a summarizer crowded out by them still gets a quarter of the budget.
+        room = max(self._body_budget // 4, self._body_budget - fixed - index_room, 1)
+        # The first request, unless it is the latest, which the Active Task already holds verbatim.
+        requests = [t.text for t in turns[: p.end] if t.role == "human"] if handoff else []
+        goal = requests[0] if len(requests) > 1 else None
+        return _Region(ids, words, room, goal)
 
-    def _assemble(self, native, fmt, turns, p: Plan, summary: str, ids):
-        """The summary body with its identifier index and its length, and the new turns (CPU work: off the loop)."""
-        body = identifiers.with_index(summary, ids, self._body_budget, self.counter.count)
-        return (body, self.counter.count([body])[0], *assemble(native, fmt, turns, p, body, self._notice()))
+    def _assemble(self, native, fmt, turns, p: Plan, text: str, region: _Region):
+        """The summary body (the user's words, the identifier index), its text's length, and the new
+        turns (CPU work: off the loop)."""
+        body = summary_turn.compose(self.config.summary_style, text, region.words)
+        body = identifiers.with_index(body, region.identifiers, self._body_budget, self.counter.count)
+        return (body, self.counter.count([text])[0], *assemble(native, fmt, turns, p, self._turn_text(body), self._notice()))
+
+    def _turn_text(self, body: str) -> str:
+        return summary_turn.joined(self.config.summary_prefix, self.config.summary_style, body)
 
     def _result(self, native, measured: Measured, best: _Attempt, last: _Attempt, tally: _Tally):
         p, sourced = best.plan, best.sourced
@@ -241,13 +282,14 @@ class TrajectoryCompressor:
                 Outcome.SUMMARY_TOO_LONG, measured.total, len(native), region, tally=tally, error=sourced.error,
             )
         over = best.tokens > self.config.target_max_tokens
-        # Cannot fit: the region reached as far as it may and the summary kept to its budget.
-        at_limit = last.plan.end >= last.plan.limit and last.body_tokens <= self._body_budget
+        # Cannot fit: the region reached as far as it may and the summary kept to its room.
+        at_limit = last.plan.end >= last.plan.limit and not last.overshot
         return best.out, RowMetrics(
             Outcome.COMPRESSED, measured.total, best.tokens, len(native), len(best.out),
             self.config.target_max_tokens, region, tally.calls, tally.errors, sourced.source, sourced.error,
             passes=tally.passes, cannot_fit=over and at_limit,
-            identifier_retention=identifiers.retention(best.identifiers, with_prefix(best.body)),
+            identifier_retention=identifiers.retention(best.region.identifiers, self._turn_text(best.body)),
+            human_turns_cut=best.region.words.cut,
         )
 
     async def _summarize(self, request: SummaryRequest) -> _Sourced:
@@ -284,8 +326,9 @@ def plan_params(config: CompressionConfig, lengths) -> PlanParams:
     return PlanParams.from_config(config, summary_tokens=added)
 
 
-def assemble(native, fmt, turns: Sequence[Turn], p: Plan, body: str, notice: str):
-    """The new turn list, and the (original index or -1, text) of every turn it adds or edits."""
+def assemble(native, fmt, turns: Sequence[Turn], p: Plan, summary: str, notice: str):
+    """The new turn list with `summary` (the summary turn's whole text) in place of the region, and
+    the (original index or -1, text) of every turn it adds or edits."""
     out: list[dict[str, Any]] = []
     changed: list[tuple[int, str]] = []
     noticed = False
@@ -297,7 +340,6 @@ def assemble(native, fmt, turns: Sequence[Turn], p: Plan, body: str, notice: str
             changed.append((i, text))
         else:
             out.append(dict(native[i]))
-    summary = with_prefix(body)
     rest = p.end
     if p.merge_into_next:
         text = f"{summary}\n\n{turns[p.end].text}"

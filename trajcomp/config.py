@@ -12,6 +12,7 @@ from typing import Any, Mapping
 import yaml
 
 from .rows import DEFAULT_ROLES, DIALECTS, ROLES
+from .summary_turn import DEFAULT_PREFIX, STYLES
 
 
 class ConfigError(ValueError):
@@ -60,7 +61,9 @@ class CompressionConfig:
     prompt_file: str | None = None
     max_input_tokens: int | None = None  # None: 8192 minus the answer's max_tokens
     cache: bool = True
+    summary_style: str = "prose"  # prose, or handoff: the Markdown sections an agent's own compaction writes
     # output
+    summary_prefix: str = DEFAULT_PREFIX  # opens the summary turn
     add_summary_notice: bool = True
     summary_notice_text: str = (
         "\n\nNote: part of the earlier conversation has been condensed into a summary to fit the context window."
@@ -126,8 +129,10 @@ LAYOUT: dict[str, dict[str, str]] = {
         "prompt_file": "prompt_file",
         "max_input_tokens": "max_input_tokens",
         "cache": "cache",
+        "style": "summary_style",
     },
     "output": {
+        "summary_prefix": "summary_prefix",
         "add_summary_notice": "add_summary_notice",
         "summary_notice_text": "summary_notice_text",
         "output_suffix": "output_suffix",
@@ -206,6 +211,10 @@ def validate(cfg: CompressionConfig) -> None:
         )
     if cfg.on_failure not in ON_FAILURE_CHOICES:
         raise ConfigError(f"{_key('on_failure')} must be one of {', '.join(ON_FAILURE_CHOICES)}, got {cfg.on_failure!r}")
+    if cfg.summary_style not in STYLES:
+        raise ConfigError(f"{_key('summary_style')} must be one of {', '.join(STYLES)}, got {cfg.summary_style!r}")
+    if not cfg.summary_prefix.strip():
+        raise ConfigError(f"{_key('summary_prefix')} must not be empty: it marks the summary turn for the model")
     if cfg.count_mode not in COUNT_MODES:
         raise ConfigError(f"{_key('count_mode')} must be one of {', '.join(COUNT_MODES)}, got {cfg.count_mode!r}")
     _validate_chat_roles(cfg.chat_roles)

@@ -129,6 +129,9 @@ def retention(identifiers: Sequence[str], summary: str) -> float | None:
 
 
 INDEX_HEAD = "Identifiers: "
+# The share of a summary's budget, at most, kept for the index whatever the summarizer writes: exact
+# paths, hashes and numbers are what a continuing agent cannot guess back, and models paraphrase them.
+INDEX_SHARE = 0.5
 
 
 def with_index(body: str, identifiers: Sequence[str], budget: int, count: Callable[[list[str]], list[int]]) -> str:

@@ -38,6 +38,7 @@ class RowMetrics:
     passes: int = 0  # summaries made for this row (a second pass re-asks or extends the region)
     cannot_fit: bool = False  # over the limit even with all between the protected head and tail summarized
     identifier_retention: float | None = None  # share of the summarized turns' identifiers the summary keeps
+    human_turns_cut: int = 0  # the summarized turns' human texts not carried whole into the summary turn
 
     @property
     def was_compressed(self) -> bool:
@@ -89,6 +90,7 @@ class RowMetrics:
             "passes": self.passes,
             "cannot_fit": self.cannot_fit,
             "identifier_retention": self.identifier_retention,
+            "human_turns_cut": self.human_turns_cut,
             "status": self.status,
         }
 

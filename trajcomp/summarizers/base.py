@@ -7,14 +7,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..rows import Turn
-
-SUMMARY_PREFIX = "[CONTEXT SUMMARY]:"
+from ..summary_turn import DEFAULT_PREFIX as SUMMARY_PREFIX  # noqa: F401  (public name)
 
 
 @dataclass(frozen=True)
 class SummaryRequest:
     turns: tuple[Turn, ...]
-    target_tokens: int  # budget for the summary body, the prefix already deducted
+    # The length of the summarizer's own text: the summary turn's budget less its prefix, the
+    # user's words carried verbatim and the room kept for the identifier index (compressor.py).
+    target_tokens: int
     # Seconds for this summary, all retries included. Summarizers enforce it themselves, from the
     # moment they start working on it (not while queueing for capacity).
     timeout: float | None = None
@@ -28,6 +29,10 @@ class SummaryRequest:
     costs: tuple[int, ...] | None = None
     # The turns' identifiers (identifiers.extract), when the caller has them: the summary's index lists them.
     identifiers: tuple[str, ...] | None = None
+    # The summary's shape (summary_turn.STYLES): `handoff` asks for its Markdown sections.
+    style: str = "prose"
+    # The row's first user request, the session's goal (handoff only): the turns may not show it.
+    goal: str | None = None
 
     @property
     def stated(self) -> int:
@@ -83,15 +88,3 @@ class Summarizer(ABC):
     def run_stats(self) -> dict[str, Any]:
         """Facts about this run for the report (calls, retries, latency...)."""
         return {}
-
-
-def strip_prefix(text: str) -> str:
-    """The body of a summary, without any leading copies of SUMMARY_PREFIX."""
-    text = text.strip()
-    while text.startswith(SUMMARY_PREFIX):
-        text = text[len(SUMMARY_PREFIX):].strip()
-    return text
-
-
-def with_prefix(body: str) -> str:
-    return f"{SUMMARY_PREFIX} {strip_prefix(body)}"

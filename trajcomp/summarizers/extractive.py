@@ -1,8 +1,9 @@
 """The offline default: a deterministic summary built from what the turns themselves say.
 
 It keeps what an agent continuing the trajectory needs most: every tool call with its key
-arguments and outcome, the user's words, files touched, errors, identifiers, and the gist of
-the reasoning, quoted in the conversation's own language. No model, no network.
+arguments and outcome, files touched, errors, identifiers, and the gist of the reasoning, quoted
+in the conversation's own language (the user's own words the compressor carries verbatim beside
+it). In the `handoff` style the same facts go under the sections' headings. No model, no network.
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from .. import identifiers
-from ..identifiers import INDEX_HEAD
 from ..rows import Turn
+from ..summary_turn import HANDOFF
 from .base import Summarizer, Summary, SummaryError, SummaryRequest
 
 KEY_ARGS = ("command", "cmd", "path", "file_path", "file", "filename", "query", "q", "url", "pattern", "name")
@@ -31,16 +31,22 @@ IDENTIFIER = re.compile(r"\b[0-9a-f]{7,40}\b|\bv?\d+\.\d+\.\d+[\w.-]*|(?<![\w#])
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n")
 
 # Lower numbers are dropped last when the budget is tight.
-ACTION, USER, ERRORS, FILES, REASONING, IDENTIFIERS = range(6)
+GOAL, ACTION, USER, ERRORS, FILES, REASONING, IDENTIFIERS = range(-1, 6)
 MAX_ITEM_CHARS = 400
-INDEX_SHARE = 0.5  # of the budget, at most, left to the identifier index
 MAX_LIST = 12
+# The handoff section each kind of fact goes under (the goal is the user's latest request's gist).
+SECTION = {
+    ACTION: "Completed Actions", USER: "Critical Context", ERRORS: "Critical Context",
+    FILES: "Relevant Files", REASONING: "Active State", IDENTIFIERS: "Critical Context",
+}
+SECTION_ORDER = ("Goal", "Completed Actions", "Active State", "Relevant Files", "Critical Context")
 
 
 @dataclass(frozen=True)
 class Item:
     priority: int
     text: str
+    section: str = ""  # handoff's heading for it ("" in prose)
 
 
 class ExtractiveSummarizer(Summarizer):
@@ -53,12 +59,12 @@ class ExtractiveSummarizer(Summarizer):
         return await asyncio.to_thread(self.summarize_sync, request)
 
     def summarize_sync(self, request: SummaryRequest) -> Summary:
-        # Room is left for the identifier index the compressor appends (identifiers.py), up to half
-        # the budget: exact paths, hashes and numbers are what a continuing agent cannot guess back.
-        ids = request.identifiers if request.identifiers is not None else identifiers.extract(request.turns)
-        index = INDEX_HEAD + ", ".join(ids)
-        reserve = min(int(request.target_tokens * INDEX_SHARE), self.counter.count([index])[0])
-        text = fit(extract_items(request.turns), max(1, request.target_tokens - reserve), self.counter.count)
+        # request.target_tokens is already what is left beside the user's words and the index.
+        handoff = request.style == HANDOFF
+        items = extract_items(request.turns, handoff)
+        if handoff and request.goal and (goal := _clip(_first_sentence(request.goal), MAX_ITEM_CHARS // 2)):
+            items.insert(0, Item(GOAL, goal, "Goal"))
+        text = fit(items, max(1, request.target_tokens), self.counter.count, _render_handoff if handoff else _render)
         if not text:  # never an empty summary standing in for real turns
             raise SummaryError(f"nothing of the turns fits in {request.target_tokens} tokens")
         return Summary(text)
@@ -68,16 +74,19 @@ class ExtractiveSummarizer(Summarizer):
 class _Facts:
     """What is collected across turns: unanswered calls and de-duplicated lists (dicts keep order)."""
 
+    handoff: bool = False  # actions written as handoff's numbered entries: call — outcome [tool: name]
     pending: list[tuple[str, str]] = field(default_factory=list)  # (tool name, rendered call) awaiting a result
     files: dict[str, None] = field(default_factory=dict)
     idents: dict[str, None] = field(default_factory=dict)
     errors: dict[str, None] = field(default_factory=dict)
 
 
-def extract_items(turns: Iterable[Turn]) -> list[Item]:
-    """Every fact worth keeping, in conversation order, with its priority."""
+def extract_items(turns: Iterable[Turn], handoff: bool = False) -> list[Item]:
+    """Every fact worth keeping, in conversation order, with its priority (and handoff section).
+
+    Human turns give none: the compressor carries the user's own words verbatim (summary_turn.py)."""
     items: list[Item] = []
-    facts = _Facts()
+    facts = _Facts(handoff=handoff)
     for turn in turns:
         if turn.role != "tool":
             items.extend(_unanswered(facts))
@@ -85,8 +94,6 @@ def extract_items(turns: Iterable[Turn]) -> list[Item]:
             items.extend(_gpt_items(turn.text, facts))
         elif turn.role == "tool":
             items.extend(_tool_items(turn.text, facts))
-        elif turn.role == "human":
-            items.append(Item(USER, "User: " + _clip(turn.text)))
         elif turn.role == "system":
             items.append(Item(USER, "System: " + _first_sentence(turn.text)))
     items.extend(_unanswered(facts))
@@ -96,6 +103,8 @@ def extract_items(turns: Iterable[Turn]) -> list[Item]:
         items.append(Item(FILES, "Files: " + ", ".join(list(facts.files)[: MAX_LIST * 2])))
     if facts.idents:
         items.append(Item(IDENTIFIERS, "Identifiers: " + ", ".join(list(facts.idents)[: MAX_LIST * 2])))
+    if handoff:
+        items = [Item(i.priority, i.text, SECTION[i.priority]) for i in items]
     return _collapse_repeats(items)
 
 
@@ -104,7 +113,7 @@ def _collapse_repeats(items: list[Item]) -> list[Item]:
     repeats = Counter(items)
     last = {item: i for i, item in enumerate(items)}
     return [
-        Item(item.priority, f"{item.text} (x{repeats[item]})" if repeats[item] > 1 else item.text)
+        Item(item.priority, f"{item.text} (x{repeats[item]})" if repeats[item] > 1 else item.text, item.section)
         for i, item in enumerate(items)
         if last[item] == i
     ]
@@ -122,7 +131,7 @@ def _gpt_items(text: str, facts: _Facts) -> list[Item]:
 
 def _unanswered(facts: _Facts) -> list[Item]:
     """Calls whose results never came before the next non-tool turn."""
-    items = [Item(ACTION, f"{call} -> no result seen") for _, call in facts.pending]
+    items = [Item(ACTION, _action(call, name, "no result seen", facts)) for name, call in facts.pending]
     facts.pending.clear()
     return items
 
@@ -150,17 +159,23 @@ def _tool_items(text: str, facts: _Facts) -> list[Item]:
         data = _parse_json(raw)
         content = data.get("content", data) if isinstance(data, dict) else raw
         name = str(data.get("name", "")) if isinstance(data, dict) else ""
-        call = _pop_call(facts.pending, name) or name or "tool"
-        items.append(Item(ACTION, f"{call} -> {_outcome(content, facts)}"))
+        called, call = _pop_call(facts.pending, name) or (name, name or "tool")
+        items.append(Item(ACTION, _action(call, called, _outcome(content, facts), facts)))
     return items
 
 
-def _pop_call(pending: list[tuple[str, str]], name: str) -> str | None:
+def _action(call: str, name: str, outcome: str, facts: _Facts) -> str:
+    if not facts.handoff:
+        return f"{call} -> {outcome}"
+    return f"{call} — {outcome}" + (f" [tool: {name}]" if name else "")
+
+
+def _pop_call(pending: list[tuple[str, str]], name: str) -> tuple[str, str] | None:
     """The first waiting call of that tool (or the first waiting call when the result names none)."""
     for i, (called, rendered) in enumerate(pending):
         if not name or called == name:
             del pending[i]
-            return rendered
+            return called, rendered
     return None
 
 
@@ -199,8 +214,10 @@ def _outcome(content: Any, facts: _Facts) -> str:
     return "; ".join(parts)
 
 
-def fit(items: list[Item], budget: int, count) -> str:
-    """As many items as fit in `budget` tokens, in order; the least important, oldest go first."""
+def fit(items: list[Item], budget: int, count, render=None) -> str:
+    """As many items as fit in `budget` tokens, in order; the least important, oldest go first.
+    `render` joins the kept items (default: one a line, a note saying how many were left out)."""
+    render = render or _render
     if not items:
         return ""
     costs = [c + 1 for c in count([i.text for i in items])]  # + about one token for the newline
@@ -211,15 +228,30 @@ def fit(items: list[Item], budget: int, count) -> str:
     while kept and sum(costs[k] for k in kept) + (note_cost if len(kept) < len(items) else 0) > budget:
         kept.discard(drop_order.pop(0))
     while kept:
-        text = _render(items, kept)
+        text = render(items, kept)
         if count([text])[0] <= budget:
             return text
         kept.discard(drop_order.pop(0))
-    return _truncate(min(items, key=lambda i: i.priority).text, budget, count)
+    first = min(items, key=lambda i: i.priority)  # nothing fits whole: the most important, cut
+    return _truncate(render([first], {0}), budget, count)
 
 
 def _render(items: list[Item], kept: set[int]) -> str:
     lines = [items[k].text for k in sorted(kept)]
+    if len(kept) < len(items):
+        lines.append(_note(len(items) - len(kept)))
+    return "\n".join(lines)
+
+
+def _render_handoff(items: list[Item], kept: set[int]) -> str:
+    """The kept items under their sections' headings, actions numbered, the note last."""
+    lines = []
+    for section in SECTION_ORDER:
+        entries = [items[k].text for k in sorted(kept) if items[k].section == section]
+        if section == "Completed Actions":
+            entries = [f"{n}. {text}" for n, text in enumerate(entries, 1)]
+        if entries:
+            lines += [f"## {section}", *entries]
     if len(kept) < len(items):
         lines.append(_note(len(items) - len(kept)))
     return "\n".join(lines)

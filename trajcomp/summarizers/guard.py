@@ -20,12 +20,15 @@ def fit_turns(turns: Sequence[Turn], room: int, counter: TokenCounter, costs: Se
     texts = [t.text for t in turns]
     whole = list(costs) if costs is not None else counter.count(texts)
     costs = list(whole)
+    # MIN_KEPT a turn while every turn can have it; below it only when so many turns are sent that
+    # even that would not fit (the request would be refused).
+    floor = MIN_KEPT if sum(min(c, MIN_KEPT) for c in whole) <= room else 1
     for pool in ([i for i, t in enumerate(turns) if t.role == "tool"], list(range(len(turns)))):
         for _ in range(3):  # the cuts can merge tokens: measure the cut turns again and tighten
             over = sum(costs) - room
             if over <= 0:
                 return texts
-            cap = _cap([costs[i] for i in pool], sum(costs[i] for i in pool) - over)
+            cap = _cap([costs[i] for i in pool], sum(costs[i] for i in pool) - over, floor)
             cut = [i for i in pool if costs[i] > cap]
             elided = _elide([turns[i].text for i in cut], cap, [whole[i] for i in cut], counter)
             for i, text, n in zip(cut, elided, counter.count(elided)):
@@ -33,9 +36,9 @@ def fit_turns(turns: Sequence[Turn], room: int, counter: TokenCounter, costs: Se
     return texts  # even the shortest form is over: the caller's limit is below the fixed parts
 
 
-def _cap(costs: list[int], allowed: int) -> int:
-    """The largest per-turn cap with sum(min(c, cap)) <= allowed, at least MIN_KEPT (water-filling)."""
-    low, high = MIN_KEPT, max(costs, default=MIN_KEPT)
+def _cap(costs: list[int], allowed: int, floor: int) -> int:
+    """The largest per-turn cap with sum(min(c, cap)) <= allowed, at least `floor` (water-filling)."""
+    low, high = floor, max(costs, default=floor)
     while low < high:
         mid = (low + high + 1) // 2
         if sum(min(c, mid) for c in costs) <= allowed:

@@ -16,11 +16,12 @@ from ..config import ConfigError
 from ..metrics import nearest_rank
 from ..redact import redact
 from ..rows import Turn
-from .base import Summarizer, Summary, SummaryError, SummaryRequest, strip_prefix
+from ..summary_turn import DEFAULT_PREFIX, HANDOFF, PROSE, strip_prefix
+from .base import Summarizer, Summary, SummaryError, SummaryRequest
 from .guard import fit_turns
 from .http import Endpoint, Failure, PreflightError, RetryPolicy
 
-__all__ = ["OpenAISummarizer", "PreflightError", "SYSTEM_PROMPT"]
+__all__ = ["HANDOFF_PROMPT", "OpenAISummarizer", "PreflightError", "SYSTEM_PROMPT"]
 
 SYSTEM_PROMPT = """You condense part of an AI agent's working session into a summary that replaces those turns in a training example. The agent that continues the session will read only your summary in their place.
 
@@ -29,10 +30,36 @@ Write the summary:
 - from a neutral, third-person point of view ("the assistant ran...", "the user asked...");
 - covering the actions taken (tool calls with their key arguments), their results (exit codes, errors, counts, found values), decisions and their reasons, files created, read or changed, and any values the rest of the session may depend on (paths, names, numbers, identifiers);
 - without answering questions that appear in the turns, and without greetings or preamble;
+- without restating the user's own messages: they are copied word for word after your summary;
 - without secrets: write [REDACTED] for keys, tokens and passwords;
 - in at most about {target_tokens} tokens.
 
 Reply with the summary text only."""
+
+# summarization.style: handoff. The compressor writes the Active Task section itself from the user's
+# own words and adds the identifier index to Critical Context; the model writes the other five.
+HANDOFF_PROMPT = """You condense part of an AI agent's working session into a handoff note that replaces those turns in a training example. The agent that continues the session will read only your note in their place.
+
+Write these Markdown sections, in this order, each under its own heading:
+## Goal
+What the user wants overall, in one or two sentences.
+## Completed Actions
+A numbered list of what was done, one line each: the action and its target, its outcome, then the tool in brackets. For example: "2. edited src/config.py — default timeout raised to 30 s [tool: patch]".
+## Active State
+Where the work stands now: working directory, changed files, test results, running processes.
+## Relevant Files
+The files read, created or changed, with a few words on each.
+## Critical Context
+Exact values the rest of the session may need: error messages, names, numbers, settings.
+
+Also:
+- write in the language the conversation itself uses, in the third person, with no preamble;
+- do not answer questions that appear in the turns;
+- do not write the user's current request or restate their messages: they are copied word for word above your sections;
+- write [REDACTED] for keys, tokens and passwords;
+- use at most about {target_tokens} tokens in all.
+
+Reply with the five sections only."""
 
 UPDATE_NOTE = """A summary of the turns before these already exists:
 
@@ -62,7 +89,8 @@ class OpenAISummarizer(Summarizer):
             config.base_url, config.api_key_env, config.request_timeout, config.max_concurrent_requests
         )
         self.policy = RetryPolicy(config.max_retries, config.retry_delay)
-        self.prompt_template = _prompt_template(config.prompt_file)
+        self.prompt_templates = _prompt_templates(config.prompt_file)
+        self.prefix = getattr(config, "summary_prefix", DEFAULT_PREFIX)
         # Room enough that a summary a model makes longer than asked is not cut (finish_reason: length).
         self.max_tokens = 2 * config.summary_target_tokens
         self.max_input_tokens = config.max_input_tokens or DEFAULT_CONTEXT - self.max_tokens
@@ -102,7 +130,7 @@ class OpenAISummarizer(Summarizer):
         return body
 
     def _payload(self, request: SummaryRequest) -> dict[str, Any]:
-        system = self.prompt_template.replace("{target_tokens}", str(request.stated))
+        system = self.prompt_templates[request.style].replace("{target_tokens}", str(request.stated))
         return {
             "model": self.config.summarization_model,
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": self.user_text(request, system)}],
@@ -115,7 +143,8 @@ class OpenAISummarizer(Summarizer):
         turns = request.turns[request.covered:] if request.previous else request.turns
         headers = [turn_header(i, t.role) for i, t in enumerate(turns, 1)]
         note = UPDATE_NOTE.format(previous=request.previous, target_tokens=request.stated) if request.previous else ""
-        fixed = self._system_cost(system) + sum(self.counter.count([note, "".join(headers)]))
+        # the headers joined as the body joins turns: with many turns the separators add up
+        fixed = self._system_cost(system) + sum(self.counter.count([note, "\n\n".join(headers)]))
         room = self.max_input_tokens - fixed - CHAT_MARKUP_TOKENS
         costs = request.costs[request.covered:] if request.previous and request.costs else request.costs
         texts = fit_turns(turns, room, self.counter, costs)
@@ -184,7 +213,7 @@ class OpenAISummarizer(Summarizer):
             return None, "response has no choices[0].message.content"
         if choice.get("finish_reason") == "length":
             return None, "summary was cut off (finish_reason: length)"
-        text = clean_summary(content if isinstance(content, str) else "")
+        text = clean_summary(content if isinstance(content, str) else "", self.prefix)
         if not text:
             return None, "summary was empty"
         return redact(text, self.endpoint.api_key), ""
@@ -218,20 +247,23 @@ class _Tally:
     last: str = "no call made"
 
 
-def clean_summary(content: str) -> str:
+def clean_summary(content: str, prefix: str = DEFAULT_PREFIX) -> str:
     """The body of a model's answer: no reasoning blocks, no summary prefix."""
     text = OPEN_THINK.sub("", THINK_BLOCK.sub("", content))
-    return strip_prefix(text)
+    return strip_prefix(text, prefix)
 
 
 def turn_header(number: int, role: str) -> str:
     return f"### Turn {number} ({role})\n"
 
 
-def _prompt_template(prompt_file: str | None) -> str:
-    """The system prompt with its {target_tokens} still to fill in."""
+def _prompt_templates(prompt_file: str | None) -> dict[str, str]:
+    """The system prompt of each style with its {target_tokens} still to fill in (a prompt file serves both)."""
+    if not prompt_file:
+        return {PROSE: SYSTEM_PROMPT, HANDOFF: HANDOFF_PROMPT}
     try:
-        return Path(prompt_file).read_text(encoding="utf-8") if prompt_file else SYSTEM_PROMPT
+        text = Path(prompt_file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read summarization.prompt_file {prompt_file}: {exc}") from None
+    return {PROSE: text, HANDOFF: text}
 
