@@ -136,18 +136,38 @@ INDEX_SHARE = 0.5
 
 def with_index(body: str, identifiers: Sequence[str], budget: int, count: Callable[[list[str]], list[int]]) -> str:
     """`body` and one line listing the identifiers it lacks (most recent first), as many as fit in `budget` tokens."""
-    missing = [ident for ident in identifiers if ident not in body]
-    if not missing or count([body])[0] >= budget:
+    missing = [ident for ident in identifiers if ident not in body][:budget]  # each costs a token at least
+    if not missing:
         return body
 
     def text(k: int) -> str:
         return f"{body}\n{INDEX_HEAD}{', '.join(missing[:k])}"
 
-    low, high = 0, len(missing)
-    while low < high:  # the most identifiers that fit, by bisection on real counts
-        mid = (low + high + 1) // 2
-        if count([text(mid)])[0] <= budget:
-            low = mid
-        else:
-            high = mid - 1
-    return text(low) if low else body
+    # The parts' own counts (each identifier with the separator before it) estimate how many fit;
+    # real counts then settle it, since joins can merge tokens (an estimate is rarely off by more
+    # than a token or two, so this takes two or three counts where a bisection took about eight).
+    label = INDEX_HEAD.rstrip()  # its space goes with the first identifier, as the tokenizer joins them
+    pieces = [INDEX_HEAD[len(label):] + missing[0], *(", " + ident for ident in missing[1:])]
+    whole, head, *costs = count([body, f"{body}\n{label}", *pieces])
+    if whole >= budget:
+        return body
+
+    def more(k: int, spent: int) -> int:
+        """How many identifiers fit, by their counts, when the first k take `spent` tokens."""
+        while k < len(missing) and spent + costs[k] <= budget:
+            spent += costs[k]
+            k += 1
+        return k
+
+    k, real = 0, head
+    while k < len(missing):
+        # At least one more, even when the estimate says no: a join may save the token it lacks.
+        step = max(more(k, real), k + 1)
+        tried = count([text(step)])[0]
+        if tried > budget:
+            while step > k + 1 and count([text(step - 1)])[0] > budget:
+                step -= 1
+            k = step - 1
+            break
+        k, real = step, tried
+    return text(k) if k else body
