@@ -58,6 +58,7 @@ class _Region:
     """What a pass's summary turn is made of besides the summary: the user's words, the identifiers,
     and the length left for the summarizer's own text (`room`)."""
 
+    span: tuple[int, int]  # the region's [start, end)
     identifiers: tuple[str, ...]  # of the summarized turns, most recent first
     words: UserWords
     room: int
@@ -187,9 +188,10 @@ class TrajectoryCompressor:
         length when the summary overshot its budget, extend the region when it can grow."""
         target = self.config.target_max_tokens
         tally, best, last = _Tally(), None, None
-        stated, previous, covered, more = None, None, 0, 0
+        stated, previous, covered, more, region = None, None, 0, 0, None
         while True:
-            region = await asyncio.to_thread(self._region, turns, p)
+            if region is None or region.span != (p.start, p.end):  # a firmer re-ask keeps its region
+                region = await asyncio.to_thread(self._region, turns, p)
             stated = None if stated is None or stated >= region.room else stated
             request = SummaryRequest(
                 tuple(turns[p.start : p.end]), region.room, self.config.per_trajectory_timeout, stated,
@@ -262,7 +264,7 @@ class TrajectoryCompressor:
         # The first request, unless it is the latest, which the Active Task already holds verbatim.
         requests = [t.text for t in turns[: p.end] if t.role == "human"] if handoff else []
         goal = requests[0] if len(requests) > 1 else None
-        return _Region(ids, words, room, goal)
+        return _Region((p.start, p.end), ids, words, room, goal)
 
     def _assemble(self, native, fmt, turns, p: Plan, text: str, region: _Region):
         """The summary body (the user's words, the identifier index), its text's length, and the new
