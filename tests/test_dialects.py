@@ -37,14 +37,23 @@ def observation(i: int, k: int) -> str:
     return json.dumps({"exit_code": k % 2, "stdout": "\n".join(lines)})
 
 
+def followup(i: int) -> str:
+    return f"Now test all of service-{i}."
+
+
 def llamafactory_row(i: int, steps: int = 6, system: bool = False) -> dict:
-    """A LLaMA-Factory agent row: human, function_call/observation pairs, a final gpt answer."""
+    """A LLaMA-Factory agent row: human, a function_call/observation pair, a gpt answer, then a human
+    follow-up, function_call/observation pairs and a final gpt answer. (A row with one user turn has no
+    place for the summary, a user turn, but an observation's: it stays as it was.)"""
     conv = [{"from": "system", "value": "You are a build engineer with shell access."}] if system else []
     conv.append({"from": "human", "value": f"Task {i}: the nightly build of service-{i} fails; find out why."})
-    for k in range(steps):
+    for k in range(steps + 1):
         call = {"name": "run_shell", "arguments": {"command": f"make -C svc{i} test STEP={k}"}}
         conv.append({"from": "function_call", "value": json.dumps(call)})
         conv.append({"from": "observation", "value": observation(i, k)})
+        if k == 0:
+            conv.append({"from": "gpt", "value": f"Step 0 of service-{i} passes; the failure is later."})
+            conv.append({"from": "human", "value": followup(i)})
     conv.append({"from": "gpt", "value": f"Service {i}: step 3 fails on a missing fixture; added it."})
     tools = [{"name": "run_shell", "description": "Run a shell command.",
               "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}}]
@@ -133,9 +142,13 @@ def test_llamafactory_rows_keep_their_names_and_alternation(tmp_path, bpe_tokeni
         assert {t["from"] for t in turns} <= {t["from"] for t in before["conversations"]}
         summary = summary_turn(turns)
         assert summary["from"] == "human"
-        # The summary stands where an observation was: the function_call before it is kept.
+        # The summary stands where the user's follow-up was, and carries it word for word; every
+        # function_call is still answered by its observation.
         at = turns.index(summary)
-        assert turns[at - 1]["from"] == "function_call" and turns[at + 1]["from"] == "function_call"
+        assert turns[at - 1]["from"] == "gpt" and turns[at + 1]["from"] == "function_call"
+        assert followup(before["id"]) in summary["value"]
+        names = [t["from"] for t in turns]
+        assert all(b == "observation" for a, b in zip(names, names[1:]) if a == "function_call")
         assert turns[-1] == before["conversations"][-1]
 
 
@@ -283,7 +296,7 @@ def test_row_core_compresses_every_dialect_as_the_cli_does(tmp_path, bpe_tokeniz
     assert all(r.metrics.was_compressed for r in results)
     for result in results[:2]:
         assert follows_alternation(result.row["conversations"])
-    assert rows[0]["conversations"][3]["from"] == "function_call"  # the input rows are not mutated
+    assert rows[0]["conversations"][4]["from"] == "human"  # the input rows are not mutated
 
 
 def test_compress_trajectory_uses_the_configured_roles(bpe_tokenizer):

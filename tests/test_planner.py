@@ -75,14 +75,16 @@ def valid_regions(roles: Sequence[str], params: PlanParams) -> list[tuple[int, i
     lf = keeps_alternation(roles, params)
     out = []
     for s in range(lo, ts):
-        if lf:  # only the output's alternation matters (brute force: apply and check)
+        if roles[s] == "tool":  # an observation answers its call: the summary never stands for it
+            continue
+        if lf:  # else only the output's alternation matters (brute force: apply and check)
             out += [(s, e) for e in range(s + 1, min(ts, n - 1) + 1)
                     if follows_llamafactory(apply_plan(roles, Plan(Decision.COMPRESS, 0, s, e, 0, roles[e] == "human")))]
             continue
-        if roles[s] == "tool" or (s > 0 and roles[s - 1] == "human"):
+        if s > 0 and roles[s - 1] == "human":
             continue
-        for e in range(s + 1, ts + 1):
-            if e < n and roles[e] == "tool":
+        for e in range(s + 1, min(ts, n - 1) + 1):  # the last turn always stays: its role ends the row
+            if roles[e] == "tool":
                 continue
             out.append((s, e))
     return out
@@ -183,8 +185,8 @@ def check_plan(roles: list[str], counts: list[int], params: PlanParams) -> Plan:
     assert 0 <= start < end <= n
     assert (start, end) in regions
     assert start == s_min, "the region starts right after the protected head"
-    assert lf or roles[start] != "tool"  # in LLaMA-Factory rows the summary may take an observation's place
-    assert end == n or roles[end] != "tool"
+    assert roles[start] != "tool"  # the summary never takes a result's place
+    assert end < n and roles[end] != "tool"  # nor ends the row, nor stands before a result
     for i in protected_head(roles, params):
         assert i < start, f"protected head turn {i} ({roles[i]}) is inside the region [{start}, {end})"
     assert end <= tail_start(n, params), "a protected tail turn is inside the region"
@@ -276,7 +278,7 @@ def test_llamafactory_strategy_reaches_every_decision_with_alternation_kept():
 
     collect()
     assert seen == set(Decision)
-    assert merged and observation_start
+    assert merged and not observation_start
 
 
 def test_strategies_reach_every_decision():
@@ -416,15 +418,15 @@ def test_tail_of_only_a_call_and_its_tools_leaves_nothing():
     assert (p.start, p.end) == (0, 2)
 
 
-def test_protect_last_n_zero_may_summarize_up_to_the_end():
+def test_protect_last_n_zero_summarizes_up_to_the_last_turn_but_not_it():
     roles = hermes(4)
     counts = [100, 100] + [100, 3000] * 4 + [100]
     p = check_plan(roles, counts, params_(1000, 100, last_n=0))
     assert p.decision is Decision.COMPRESS
     assert p.start == 4
-    assert p.end == len(roles)  # short of the need: everything after the head is summarized
+    assert p.end == len(roles) - 1  # short of the need: everything after the head but the last turn
     assert not p.merge_into_next
-    assert apply_plan(roles, p) == ["system", "human", "gpt", "tool", "human"]
+    assert apply_plan(roles, p) == ["system", "human", "gpt", "tool", "human", "gpt"]
 
 
 def test_all_protection_flags_off_starts_at_turn_zero():
@@ -444,8 +446,8 @@ def test_all_flags_off_and_no_tail_summarizes_everything_allowed():
     counts = [1000, 1000, 1000, 1000]
     off = dict.fromkeys(FLAGS, False)
     p = check_plan(roles, counts, params_(100, 10, last_n=0, **off))
-    assert (p.decision, p.start, p.end) == (Decision.COMPRESS, 0, 4)
-    assert apply_plan(roles, p) == ["human"]
+    assert (p.decision, p.start, p.end) == (Decision.COMPRESS, 0, 3)
+    assert apply_plan(roles, p) == ["human", "gpt"]
 
 
 def test_region_never_starts_right_after_a_human_turn():
@@ -476,10 +478,7 @@ def test_single_turn_trajectory(role):
     assert under.decision is Decision.SKIPPED_UNDER_TARGET
     off = dict.fromkeys(FLAGS, False)
     bare = check_plan([role], [5000], params_(1000, 100, last_n=0, **off))
-    if role == "tool":
-        assert bare.decision is Decision.NOTHING_TO_COMPRESS
-    else:
-        assert (bare.decision, bare.start, bare.end) == (Decision.COMPRESS, 0, 1)
+    assert bare.decision is Decision.NOTHING_TO_COMPRESS  # the one turn is the last: it stays
 
 
 def test_exactly_at_target_is_skipped_and_one_over_is_not():
@@ -497,19 +496,22 @@ def test_plan_params_from_config_reads_every_field():
     assert PlanParams.from_config(cfg) == PlanParams(900, 90, True, True, True, False, 7)
 
 
-def test_llamafactory_agent_row_keeps_alternating():
-    """system, human, then function_call/observation pairs (gpt/tool), a final gpt: the summary takes
-    the place of the first unprotected observation and a function_call follows it."""
+def test_llamafactory_agent_row_with_one_user_turn_stays_as_it_was():
+    """system, human, then function_call/observation pairs (gpt/tool), a final gpt: the summary, a
+    user turn, could only stand where an observation was, leaving a call answered by the user."""
     roles = ["system", "human"] + ["gpt", "tool"] * 6 + ["gpt"]
     counts = [50, 50] + [40, 2000] * 6 + [40]
-    params = PlanParams(3000, 200, alternation=True)
-    hermes_plan = plan(roles, counts, PlanParams(3000, 200))
-    p = check_plan(roles, counts, params)
-    assert p.decision is Decision.COMPRESS
-    assert (hermes_plan.start, p.start) == (4, 5)  # Hermes starts on the call at 4; here its observation at 5
-    assert roles[p.end] == "gpt" and (p.end - p.start) % 2 == 1
-    out = apply_plan(roles, p)
-    assert follows_llamafactory(out) and out[p.start] == "human"
+    p = check_plan(roles, counts, PlanParams(3000, 200, alternation=True))
+    assert (p.decision, p.cannot_fit) == (Decision.NOTHING_TO_COMPRESS, True)
+    # h f o f o f o f o g h g (the issue's row): neither; with a later user turn, the region opens there.
+    row = ["human", "gpt", "tool", "gpt", "tool", "gpt", "tool", "gpt", "tool", "gpt", "human", "gpt"]
+    assert check_plan(row, [100, 50] + [50, 2000] * 4 + [50, 50, 50], PlanParams(1000, 100, alternation=True)).decision \
+        is Decision.NOTHING_TO_COMPRESS
+    longer = row[:11] + ["gpt", "tool"] * 3 + ["gpt", "human", "gpt"]
+    counts = [100, 50] + [50, 2000] * 4 + [50, 50] + [50, 2000] * 3 + [50, 50, 50]
+    p = check_plan(longer, counts, PlanParams(2000, 100, alternation=True))
+    assert p.decision is Decision.COMPRESS and longer[p.start] == "human" and p.start == 10
+    assert follows_llamafactory(apply_plan(longer, p))
 
 
 def test_llamafactory_flag_changes_nothing_for_rows_that_do_not_alternate():

@@ -197,3 +197,39 @@ def test_cli_takes_the_style_and_prefix(tmp_path):
     assert summary.startswith("## Handoff\n## Active Task\n" + LATEST + "\n")
     bad = run_cli("compress", str(inp), "-o", str(out), "--tokenizer", str(DEMO_TOKENIZER), "--summary-style", "poem")
     assert bad.code == 2 and "summarization.style must be one of prose, handoff" in bad.stderr
+
+
+# --------------------------------------------------------------------------- a model that ignores identifiers
+
+
+def test_a_model_writing_plain_words_still_leaves_the_users_words_and_a_third_of_the_identifiers(tmp_path):
+    """On the sample trajectories at a 300-token budget (configs/demo.yaml), against a server that
+    answers with ordinary words of exactly the length it is asked for: no identifier of its own."""
+    out = tmp_path / "out"
+    with ServerThread(models=[MODEL], plain_words=True,
+                      overshoot_tokenizer=str(DEMO_TOKENIZER / "tokenizer.json")) as server:
+        result = run_cli("compress", "data_samples", "-c", "configs/demo.yaml", "-o", str(out), "-q", "--no-cache",
+                         "--summarizer", "openai", "--base-url", server.base_url, "--model", MODEL,
+                         "--api-key-env", "TRAJCOMP_TEST_NO_KEY")
+    assert result.code == 0, result.stderr
+    report = json.loads((out / "compression_metrics.json").read_text(encoding="utf-8"))
+    assert report["identifier_retention"]["mean"] >= 1 / 3, report["identifier_retention"]
+    inputs = {}
+    for name in ("hermes_coding_runs.jsonl", "hermes_research_runs.jsonl"):
+        for line in open(f"data_samples/{name}", encoding="utf-8"):
+            row = json.loads(line)
+            inputs[row["id"]] = row["conversations"]
+    carried = 0
+    for path in out.glob("*.jsonl"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            m = row["compression_metrics"]
+            if not m["was_compressed"]:
+                continue
+            start, end = m["compression_region"]["start_idx"], m["compression_region"]["end_idx"]
+            summary = row["conversations"][start]["value"]
+            humans = [t["value"] for t in inputs[row["id"]][start:end] if t["from"] == "human"]
+            whole = [h for h in humans if h in summary]
+            assert len(humans) - len(whole) == m["human_turns_cut"], (row["id"], humans)
+            carried += len(whole)
+    assert carried >= 5  # the samples' follow-up instructions, word for word

@@ -108,18 +108,23 @@ def alternation_parity(roles: Sequence[str]) -> int | None:
 
 
 def _may_start(roles: Sequence[str], i: int, parity: int | None) -> bool:
-    if parity is not None:  # the summary, a human turn, takes a user-side place (it may stand for an observation)
+    # A tool turn (an observation) answers the call before it, so it stays with it: the summary, a
+    # human turn, never takes a result's place.
+    if roles[i] == "tool":
+        return False
+    if parity is not None:  # the summary takes a user-side place: a human turn's
         return i % 2 == parity or i == 0
-    # A tool turn answers the gpt turn before it, so it stays with it; and the summary
-    # is a human turn, so it may not follow a human turn.
-    return roles[i] != "tool" and not (i > 0 and roles[i - 1] == "human")
+    return not (i > 0 and roles[i - 1] == "human")  # and never follows a human turn
 
 
 def _may_end(roles: Sequence[str], end: int, parity: int | None) -> bool:
-    """Whether the region may stop before turn `end` (len(roles): run to the last turn)."""
+    """Whether the region may stop before turn `end`. Never after the last turn: its role is the row's
+    last, which a trainer may rely on (the summary would end the row as a human turn)."""
+    if end >= len(roles):
+        return False
     if parity is not None:  # a gpt-side turn follows the summary, or a human turn the summary opens
-        return end < len(roles) and (end % 2 != parity or roles[end] == "human")
-    return end == len(roles) or roles[end] != "tool"  # a gpt turn's tool turns go with it
+        return end % 2 != parity or roles[end] == "human"
+    return roles[end] != "tool"  # a gpt turn's tool turns go with it
 
 
 def _region_start(roles: Sequence[str], start: int, tail_start: int, parity: int | None) -> int:

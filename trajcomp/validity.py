@@ -1,0 +1,90 @@
+"""What a trainer needs of a row's structure, in every dialect, stated once.
+
+`problems(native, fmt)` counts what a row breaks: a call not followed by its result, a result that
+follows no call, two human turns in a row, LLaMA-Factory's alternation broken. An output row may
+break nothing its input did not, and keeps its last turn's role (`new_problems`): the row core's
+promise, property-tested in every dialect (tests/test_validity.py).
+
+Calls and results, by dialect:
+- Hermes ShareGPT: a gpt turn holding `<tool_call>` blocks, answered by the `tool` turn(s) right after it;
+- LLaMA-Factory: a `function_call` turn, answered by the `observation` right after it;
+- OpenAI `messages`: an assistant's `tool_calls`, each answered by id in the tool messages right
+  after it (parallel calls included); the legacy `function_call`, by the `function` message after it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Sequence
+
+from .planner import alternation_parity
+from .rows import OpenAIMessages
+
+CALL_UNANSWERED = "call_unanswered"
+RESULT_WITHOUT_CALL = "result_without_call"
+HUMAN_AFTER_HUMAN = "human_after_human"
+ALTERNATION_BROKEN = "alternation_broken"
+LAST_ROLE_CHANGED = "last_role_changed"
+
+
+def problems(native: Sequence[Any], fmt) -> Counter:
+    """How often the row breaks each rule (an empty Counter: a row a trainer takes as it is)."""
+    turns = fmt.turns(native)
+    roles = [t.role for t in turns]
+    found: Counter = Counter()
+    found[HUMAN_AFTER_HUMAN] = sum(a == b == "human" for a, b in zip(roles, roles[1:]))
+    if isinstance(fmt, OpenAIMessages):
+        _openai_pairs(native, found)
+    else:
+        _turn_pairs([_is_call(fmt, native[i], turns[i]) for i in range(len(turns))], roles, found)
+    if getattr(fmt, "alternation", False) and alternation_parity(roles) is None:
+        found[ALTERNATION_BROKEN] = 1
+    return +found  # only what is there
+
+
+def new_problems(before: Sequence[Any], after: Sequence[Any], fmt) -> Counter:
+    """What `after` (a compressed row) breaks that `before` (its input) did not; and a changed last role."""
+    added = problems(after, fmt) - problems(before, fmt)
+    roles = ([t.role for t in fmt.turns(rows)][-1:] for rows in (before, after))
+    if next(roles) != next(roles):
+        added[LAST_ROLE_CHANGED] = 1
+    return added
+
+
+def _is_call(fmt, turn: dict, view) -> bool:
+    if view.role != "gpt":
+        return False
+    return turn.get(fmt.role_key) == "function_call" or "<tool_call>" in view.text
+
+
+def _turn_pairs(calls: list[bool], roles: list[str], found: Counter) -> None:
+    """ShareGPT dialects: a call is followed by a result; a result follows a call or another result."""
+    for i, role in enumerate(roles):
+        if calls[i] and (i + 1 == len(roles) or roles[i + 1] != "tool"):
+            found[CALL_UNANSWERED] += 1
+        if role == "tool" and (i == 0 or not (calls[i - 1] or roles[i - 1] == "tool")):
+            found[RESULT_WITHOUT_CALL] += 1
+
+
+def _openai_pairs(messages: Sequence[dict], found: Counter) -> None:
+    """Every call id answered in the tool messages right after its assistant message, and every tool
+    message answering a call of that message."""
+    waiting: set[str] = set()
+    legacy = False  # a function_call awaiting its function message
+    for message in messages:
+        role = message.get("role")
+        if role == "tool":
+            answered = message.get("tool_call_id")
+            if answered in waiting:
+                waiting.discard(answered)
+            else:
+                found[RESULT_WITHOUT_CALL] += 1
+            continue
+        if role == "function":
+            found[RESULT_WITHOUT_CALL] += not legacy
+            legacy = False
+            continue
+        found[CALL_UNANSWERED] += len(waiting) + legacy
+        waiting = {c["id"] for c in message.get("tool_calls") or []} if role == "assistant" else set()
+        legacy = role == "assistant" and message.get("function_call") is not None
+    found[CALL_UNANSWERED] += len(waiting) + legacy
