@@ -68,6 +68,9 @@ class Faults:
     # with the tokenizer.json at `overshoot_tokenizer`: a model that overshoots a stated length.
     overshoot: float | None = None
     overshoot_tokenizer: str | None = None
+    # Answer with ordinary words (no digit, path or name: no identifier at all) of exactly the length
+    # the prompt asks for, counted with `overshoot_tokenizer`: a model that ignores identifiers.
+    plain_words: bool = False
 
 
 @dataclass
@@ -114,13 +117,25 @@ def summarize(messages: list[dict[str, Any]]) -> str:
 STATED = re.compile(r"at most about (\d+) tokens")
 
 
+PLAIN = ("the assistant looked at what the tools returned and then chose the next step of the work with "
+         "care so that the task kept moving toward its end").split()
+
+
 def overshooting(messages: list[dict[str, Any]], factor: float, tokenizer_json: str | None) -> str:
     """Words of the turns, `factor` times as many tokens as the last "at most about N tokens" asks."""
+    return _words_of_length(_text_of(messages[-1].get("content")).split() * 50, messages, factor, tokenizer_json)
+
+
+def plain_words(messages: list[dict[str, Any]], tokenizer_json: str | None) -> str:
+    """Ordinary words, as many tokens as the last "at most about N tokens" asks."""
+    return _words_of_length(PLAIN * 200, messages, 1.0, tokenizer_json)
+
+
+def _words_of_length(words: list[str], messages: list[dict[str, Any]], factor: float, tokenizer_json: str | None) -> str:
     from tokenizers import Tokenizer
 
     prompt = " ".join(_text_of(m.get("content")) for m in messages)
     stated = int(STATED.findall(prompt)[-1])
-    words = _text_of(messages[-1].get("content")).split() * 50
     count = Tokenizer.from_file(tokenizer_json).encode
     wanted = round(stated * factor)
     low, high = 1, len(words)
@@ -294,6 +309,8 @@ class FakeOpenAIServer:
             content: str | None = f.content_override
         elif f.overshoot is not None:
             content = overshooting(body["messages"], f.overshoot, f.overshoot_tokenizer)
+        elif f.plain_words:
+            content = plain_words(body["messages"], f.overshoot_tokenizer)
         else:
             content = summarize(body["messages"])
         finish = "stop"

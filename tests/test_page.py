@@ -37,7 +37,8 @@ def sample_rows() -> list[tuple[RowMetrics, str, int]]:
         if i % 5 == 0:
             m = metrics(500 + i, 500 + i, Outcome.SKIPPED_UNDER_TARGET)
         elif i % 5 == 1:
-            m = metrics(3000, 900, Outcome.COMPRESSED, passes=1, identifier_retention=(i % 10) / 10, summarization_api_calls=1)
+            m = metrics(3000, 900, Outcome.COMPRESSED, passes=1, identifier_retention=(i % 10) / 10, summarization_api_calls=1,
+                        assistant_tokens_kept=0.25, human_turns_cut=i % 3)
         elif i % 5 == 2:
             m = metrics(5000, 1000 + i, Outcome.COMPRESSED, passes=2, identifier_retention=1.0)  # still over by i
         elif i % 5 == 3:
@@ -87,6 +88,9 @@ def test_report_round_trip_and_merge_of_parts():
     retention = [(i % 10) / 10 for i in range(60) if i % 5 == 1] + [1.0] * 12
     assert data["identifier_retention"]["mean"] == round(sum(retention) / len(retention), 4)
     assert data["passes"] == {"0": 36, "1": 12, "2": 12}
+    assert data["assistant_tokens_kept"]["rows"] == 12 and data["assistant_tokens_kept"]["mean"] == 0.25
+    assert data["human_turns_cut"] == {"turns": sum(i % 3 for i in range(60) if i % 5 == 1),
+                                       "rows": sum(i % 3 > 0 for i in range(60) if i % 5 == 1)}
     assert report.summary_passes == 36
     assert data["summarization"]["new_figure"] == [1, 2], "a summarizer's own figures are kept"
 
@@ -108,6 +112,7 @@ def test_older_report_loads_and_newer_one_is_refused(tmp_path):
     assert report.distribution.after.p50 == old["distribution"]["after"]["p50"]
     assert report.summarization.summarizer == "extractive" and report.summarization.http_requests is None
     assert report.lengths is None and report.statuses is None and report.worst_rows is None
+    assert report.assistant_tokens_kept is None and report.human_turns_cut is None  # not measured then
     assert report.target_max_tokens == old["config"]["compression"]["target_max_tokens"]
 
     newer = tmp_path / "newer.json"
@@ -201,6 +206,12 @@ def test_report_page_structure_in_the_browser(runs):
     assert drawn == {k: v for k, v in report["statuses"].items() if v}
     assert drawn["rejected"] == 1
     assert dom.find("svg", id="ratios-chart").find_all("rect")
+    kept = dom.find("svg", id="assistant-chart")
+    assert sum(int(r.attrs["data-count"]) for r in kept.find_all("rect") if "bar" in r.classes()) == \
+        report["assistant_tokens_kept"]["rows"]
+    figures = dom.find("section").all_text()  # the key figures
+    assert "assistant tokens kept" in figures and f"{report['assistant_tokens_kept']['mean']:.1%}" in figures
+    assert "user turns cut" in figures
 
     # A table behind each figure; the summarizer figures, the worst rows and the config.
     for figure in dom.find_all("figure"):
@@ -231,6 +242,7 @@ def test_comparison_page_structure_in_the_browser(runs):
     table = dom.find("section", id="table").all_text()
     assert "identifier retention" not in table or "-" in table  # shown when a report has it
     assert "still over limit" in table and "summary passes" in table
+    assert "assistant tokens kept (mean)" in table and "user turns cut" in table
 
 
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])

@@ -60,7 +60,7 @@ def test_report_equals_a_recount_of_the_written_rows(tok_name, runs):
     def recount(row: dict) -> int:
         return sum(counter.count([t["value"] for t in row["conversations"]]))
 
-    before, after, turns_before, turns_after = [], [], [], []
+    before, after, turns_before, turns_after, kept_shares = [], [], [], [], []
     outcomes: Counter = Counter()
     sources: Counter = Counter()
     for row in written:
@@ -83,6 +83,19 @@ def test_report_equals_a_recount_of_the_written_rows(tok_name, runs):
             assert compressed < original
         else:
             assert compressed == original and row["conversations"] == source["conversations"]
+        # The assistant tokens still in the row: each input gpt turn found, unchanged, among the output's.
+        left = Counter(t["value"] for t in row["conversations"] if t["from"] == "gpt")
+        gpt_tokens = kept_tokens = 0
+        for turn in source["conversations"]:
+            if turn["from"] == "gpt":
+                tokens = counter.count([turn["value"]])[0]
+                gpt_tokens += tokens
+                if left[turn["value"]] > 0:
+                    left[turn["value"]] -= 1
+                    kept_tokens += tokens
+        assert m["assistant_tokens_kept"] == (round(kept_tokens / gpt_tokens, 4) if gpt_tokens else None), row["id"]
+        kept_shares.append(m["assistant_tokens_kept"])
+        assert m["human_turns_cut"] == 0  # these rows' user turns fit whole
         before.append(original)
         after.append(compressed)
         turns_before.append(m["original_turns"])
@@ -128,6 +141,11 @@ def test_report_equals_a_recount_of_the_written_rows(tok_name, runs):
         "turns_removed_per_compressed_trajectory": avg(sum(turns_before) - sum(turns_after), compressed_rows),
     }
     assert report["distribution"] == {"before": nearest_rank(before), "after": nearest_rank(after)}
+    shares = [k for k in kept_shares if k is not None]
+    assert min(shares) < 1.0 and report["assistant_tokens_kept"]["rows"] == len(shares)
+    assert report["assistant_tokens_kept"]["mean"] == round(sum(shares) / len(shares), 4)
+    assert sum(report["assistant_tokens_kept"]["histogram"]["counts"]) == len(shares)
+    assert report["human_turns_cut"] == {"turns": 0, "rows": 0}
     assert report["rows"]["written"] == n
     assert report["rows"]["rejected"] == 2
     assert report["rows"]["read"] == n + 2

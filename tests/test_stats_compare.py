@@ -301,6 +301,8 @@ REPORT_PATHS = {
     "p50_tokens_after": ("distribution", "after", "p50"),
     "p99_tokens_after": ("distribution", "after", "p99"),
     "identifier_retention": ("identifier_retention", "mean"),
+    "assistant_tokens_kept": ("assistant_tokens_kept", "mean"),
+    "human_turns_cut": ("human_turns_cut", "turns"),
     "summary_passes": ("passes",),  # summed: passes x rows
     "api_calls": ("summarization", "api_calls"),
     "http_requests": ("summarization", "http_requests"),

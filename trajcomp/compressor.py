@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from . import identifiers, summary_turn
 from .config import CompressionConfig
-from .metrics import Outcome, RowMetrics
+from .metrics import Outcome, RowMetrics, assistant_share
 from .planner import Decision, Plan, PlanParams, plan
 from .redact import kept_whole
 from .rows import SHAREGPT, RowError, RowSchema, Turn
@@ -165,11 +165,11 @@ class TrajectoryCompressor:
         turns = fmt.turns(native)
         measured = await self._measure(native, fmt, turns, costs_above=self.config.target_max_tokens)
         if measured.total <= self.config.target_max_tokens:
-            return native, self._unchanged(Outcome.SKIPPED_UNDER_TARGET, measured.total, len(native), None)
+            return native, self._unchanged(Outcome.SKIPPED_UNDER_TARGET, turns, measured, None)
         p = self._plan(turns, measured, fmt)
         if p.decision is not Decision.COMPRESS:
             region = (p.start, p.end) if p.decision is Decision.NO_NET_SAVINGS else None
-            return native, self._unchanged(_UNCHANGED[p.decision], p.total_tokens, len(native), region, cannot_fit=True)
+            return native, self._unchanged(_UNCHANGED[p.decision], turns, measured, region, cannot_fit=True)
         return await self._passes(native, fmt, turns, measured, p)
 
     async def _measure(self, native, fmt, turns: Sequence[Turn], costs_above: int | None) -> Measured:
@@ -204,8 +204,7 @@ class TrajectoryCompressor:
                 tally.add(exc.api_calls, exc.errors)
                 if best is None:
                     return native, self._unchanged(
-                        Outcome.FAILED, measured.total, len(native), (p.start, p.end),
-                        tally=tally, error=str(exc),
+                        Outcome.FAILED, turns, measured, (p.start, p.end), tally=tally, error=str(exc),
                     )
                 break  # an earlier pass's summary stands
             tally.add(sourced.summary.api_calls, sourced.summary.errors)
@@ -227,7 +226,7 @@ class TrajectoryCompressor:
                     previous, covered, p = sourced.summary.text, p.end - p.start, wider
                 elif not last.overshot:
                     break  # the region is as wide as it may be and the summary within its room
-        return self._result(native, measured, best, last, tally)
+        return self._result(native, turns, measured, best, last, tally)
 
     async def _attempt(self, native, fmt, turns, measured: Measured, p: Plan, sourced: _Sourced,
                        region: _Region) -> _Attempt:
@@ -276,12 +275,12 @@ class TrajectoryCompressor:
     def _turn_text(self, body: str) -> str:
         return summary_turn.joined(self.config.summary_prefix, self.config.summary_style, body)
 
-    def _result(self, native, measured: Measured, best: _Attempt, last: _Attempt, tally: _Tally):
+    def _result(self, native, turns, measured: Measured, best: _Attempt, last: _Attempt, tally: _Tally):
         p, sourced = best.plan, best.sourced
         region = (p.start, p.end)
         if best.tokens >= measured.total:  # no net saving: the row stays as it was
             return native, self._unchanged(
-                Outcome.SUMMARY_TOO_LONG, measured.total, len(native), region, tally=tally, error=sourced.error,
+                Outcome.SUMMARY_TOO_LONG, turns, measured, region, tally=tally, error=sourced.error,
             )
         over = best.tokens > self.config.target_max_tokens
         # Cannot fit: the region reached as far as it may and the summary kept to its room.
@@ -292,6 +291,7 @@ class TrajectoryCompressor:
             passes=tally.passes, cannot_fit=over and at_limit,
             identifier_retention=identifiers.retention(best.region.identifiers, self._turn_text(best.body)),
             human_turns_cut=best.region.words.cut,
+            assistant_tokens_kept=assistant_share([t.role for t in turns], measured.costs, region),
         )
 
     async def _summarize(self, request: SummaryRequest) -> _Sourced:
@@ -310,12 +310,17 @@ class TrajectoryCompressor:
     def _notice(self) -> str:
         return self.config.summary_notice_text if self.config.add_summary_notice else ""
 
-    def _unchanged(self, outcome, tokens, n_turns, region, tally: _Tally | None = None, error=None,
-                   cannot_fit=False) -> RowMetrics:
+    def _unchanged(self, outcome, turns: Sequence[Turn], measured: Measured, region, tally: _Tally | None = None,
+                   error=None, cannot_fit=False) -> RowMetrics:
+        """The metrics of a row written as it was: every assistant token kept (a row under the target
+        in chat_template mode has no per-turn costs: any assistant turn counts)."""
         tally = tally or _Tally()
+        roles = [t.role for t in turns]
+        kept = assistant_share(roles, measured.costs, None) if measured.costs else (1.0 if "gpt" in roles else None)
         return RowMetrics(
-            outcome, tokens, tokens, n_turns, n_turns, self.config.target_max_tokens, region,
+            outcome, measured.total, measured.total, len(turns), len(turns), self.config.target_max_tokens, region,
             tally.calls, tally.errors, None, error, passes=tally.passes, cannot_fit=cannot_fit,
+            assistant_tokens_kept=kept,
         )
 
 

@@ -39,6 +39,9 @@ class RowMetrics:
     cannot_fit: bool = False  # over the limit even with all between the protected head and tail summarized
     identifier_retention: float | None = None  # share of the summarized turns' identifiers the summary keeps
     human_turns_cut: int = 0  # the summarized turns' human texts not carried whole into the summary turn
+    # The share of the input's assistant (gpt) tokens still in the output as assistant turns,
+    # unchanged: what the row still teaches the model to write (None: no assistant tokens).
+    assistant_tokens_kept: float | None = None
 
     @property
     def was_compressed(self) -> bool:
@@ -91,6 +94,7 @@ class RowMetrics:
             "cannot_fit": self.cannot_fit,
             "identifier_retention": self.identifier_retention,
             "human_turns_cut": self.human_turns_cut,
+            "assistant_tokens_kept": self.assistant_tokens_kept,
             "status": self.status,
         }
 
@@ -121,8 +125,16 @@ def distribution(values: array) -> dict[str, int]:
 _R10 = (100, 125, 160, 200, 250, 315, 400, 500, 630, 800)
 LENGTH_EDGES: tuple[int, ...] = (0, *(m * 10**k for k in range(5) for m in _R10), 10**7)
 RATIO_EDGES: tuple[float, ...] = tuple(round(i * 0.05, 2) for i in range(21))  # compressed / original tokens
-RETENTION_EDGES: tuple[float, ...] = tuple(round(i * 0.1, 1) for i in range(11))  # share of identifiers kept
+RETENTION_EDGES: tuple[float, ...] = tuple(round(i * 0.1, 1) for i in range(11))  # shares kept (identifiers, assistant tokens)
 WORST_ROWS = 20  # the rows most over the limit that a report names
+
+
+def assistant_share(roles: Sequence[str], costs: Sequence[int], region: tuple[int, int] | None) -> float | None:
+    """The share of the gpt turns' tokens outside `region` (kept as they were); None: no gpt tokens."""
+    start, end = region or (0, 0)
+    total = sum(c for role, c in zip(roles, costs) if role == "gpt")
+    kept = total - sum(c for role, c in zip(roles[start:end], costs[start:end]) if role == "gpt")
+    return round(kept / total, 4) if total else None
 
 
 def bin_index(value: float, edges: Sequence[float]) -> int:
@@ -166,6 +178,11 @@ class Aggregate:
     after: array = field(default_factory=lambda: array("q"))
     ratio_counts: list = field(default_factory=lambda: [0] * (len(RATIO_EDGES) - 1))  # compressed rows
     retention_counts: list = field(default_factory=lambda: [0] * (len(RETENTION_EDGES) - 1))
+    assistant_rows: int = 0  # rows with assistant tokens, and their assistant_tokens_kept
+    assistant_sum: float = 0.0
+    assistant_counts: list = field(default_factory=lambda: [0] * (len(RETENTION_EDGES) - 1))
+    human_turns_cut: int = 0
+    rows_with_human_turns_cut: int = 0
     worst: list = field(default_factory=list)  # at most WORST_ROWS rows most over the limit, worst first
     reject_reasons: Counter = field(default_factory=Counter)
     not_sampled: int = 0
@@ -193,6 +210,12 @@ class Aggregate:
             self.retention_rows += 1
             self.retention_sum += m.identifier_retention
             self.retention_counts[bin_index(m.identifier_retention, RETENTION_EDGES)] += 1
+        if m.assistant_tokens_kept is not None:
+            self.assistant_rows += 1
+            self.assistant_sum += m.assistant_tokens_kept
+            self.assistant_counts[bin_index(m.assistant_tokens_kept, RETENTION_EDGES)] += 1
+        self.human_turns_cut += m.human_turns_cut
+        self.rows_with_human_turns_cut += m.human_turns_cut > 0
         self._note_worst(m, m.status, source, line)
 
     def add_reject(self, reason: str, metrics: RowMetrics | None = None, source: str | None = None,

@@ -16,7 +16,7 @@ from .formats.base import AtomicFile
 from .metrics import bin_index
 from .render import _n, run_letters
 from .render import _value as _fmt
-from .report import FIGURES, Comparison, Report
+from .report import FIGURES, Comparison, Report, Retention
 
 STATUS_TEXT = {
     "under_target": "under target: already fit, left as they were",
@@ -68,6 +68,8 @@ def report_page(r: Report) -> str:
         body.append(_status_figure([r], ["run"]))
     if r.identifier_retention is not None and r.identifier_retention.rows:
         body.append(_retention_figure([r], ["run"]))
+    if r.assistant_tokens_kept is not None and r.assistant_tokens_kept.rows:
+        body.append(_assistant_figure([r], ["run"]))
     body += [_summarizer_section([r], ["run"]), _passes_section([r], ["run"]), _worst_section(r), _config_section(r)]
     return _document(f"trajcomp report: {name}", body)
 
@@ -92,9 +94,12 @@ def _key_figures(r: Report) -> str:
         ("target", _n(r.target_max_tokens) if r.target_max_tokens is not None else "-"),
         ("summarizer calls", _n(r.summarization.api_calls) if r.summarization else "-"),
     ]
-    retention = r.identifier_retention
-    if retention is not None and retention.mean is not None:
-        items.append(("identifier retention", f"{retention.mean:.1%}"))
+    for label, share in (("identifier retention", r.identifier_retention),
+                         ("assistant tokens kept", r.assistant_tokens_kept)):
+        if share is not None and share.mean is not None:
+            items.append((label, f"{share.mean:.1%}"))
+    if r.human_turns_cut is not None:
+        items.append(("user turns cut", _n(r.human_turns_cut.turns)))
     cells = "".join(f"<div><dt>{escape(k)}</dt><dd>{escape(v)}</dd></div>" for k, v in items)
     return f'<section aria-label="key figures"><dl class=figures>{cells}</dl></section>'
 
@@ -135,17 +140,31 @@ def _ratio_figure(reports: Sequence[Report], names: Sequence[str]) -> str:
 
 
 def _retention_figure(reports: Sequence[Report], names: Sequence[str]) -> str:
-    pairs = [(r.identifier_retention, n) for r, n in zip(reports, names) if r.identifier_retention is not None]
-    edges = pairs[0][0].histogram.edges
-    series = [Series("rows" if len(reports) == 1 else n, ret.histogram.counts) for ret, n in pairs]
-    mean = pairs[0][0].mean
-    marker = Marker(mean, f"mean {mean:.1%}", "mean") if len(reports) == 1 and mean is not None else None
-    means = ", ".join(f"{n}: {ret.mean:.1%}" for ret, n in pairs if ret.mean is not None)
-    return _histogram_figure(
-        "retention", "Identifier retention",
-        f"Share of the summarized turns' identifiers kept verbatim in the summary, per compressed row (mean {means}).",
-        edges, series, marker, "identifiers kept (share)",
+    return _share_figure(
+        [r.identifier_retention for r in reports], names, "retention", "Identifier retention",
+        "Share of the summarized turns' identifiers kept verbatim in the summary, per compressed row",
+        "identifiers kept (share)",
     )
+
+
+def _assistant_figure(reports: Sequence[Report], names: Sequence[str]) -> str:
+    return _share_figure(
+        [r.assistant_tokens_kept for r in reports], names, "assistant", "Assistant tokens kept",
+        "Share of each row's assistant tokens still in it as assistant turns, unchanged: what the row "
+        "still teaches the model to write", "assistant tokens kept (share)",
+    )
+
+
+def _share_figure(shares: Sequence[Retention | None], names: Sequence[str], key: str, title: str, what: str,
+                  axis: str) -> str:
+    """A histogram of a share per row (0 to 1 in tenths), one series per run that has it."""
+    pairs = [(share, n) for share, n in zip(shares, names) if share is not None]
+    edges = pairs[0][0].histogram.edges
+    series = [Series("rows" if len(shares) == 1 else n, share.histogram.counts) for share, n in pairs]
+    mean = pairs[0][0].mean
+    marker = Marker(mean, f"mean {mean:.1%}", "mean") if len(shares) == 1 and mean is not None else None
+    means = ", ".join(f"{n}: {share.mean:.1%}" for share, n in pairs if share.mean is not None)
+    return _histogram_figure(key, title, f"{what} (mean {means}).", edges, series, marker, axis)
 
 
 def _status_figure(reports: Sequence[Report], names: Sequence[str]) -> str:
@@ -413,11 +432,15 @@ def comparison_page(reports: Sequence[Report], c: Comparison) -> str:
         body.append(_status_figure(reports, letters))
     if any(r.identifier_retention is not None and r.identifier_retention.rows for r in reports):
         body.append(_retention_figure(reports, letters))  # it leaves out the runs without retention itself
+    if any(r.assistant_tokens_kept is not None and r.assistant_tokens_kept.rows for r in reports):
+        body.append(_assistant_figure(reports, letters))
     body += [_summarizer_section(reports, letters), _passes_section(reports, letters)]
     return _document("trajcomp comparison: " + ", ".join(c.names), body)
 
 
-CALLOUTS = ("still_over_limit", "cannot_fit", "failed", "tokens_saved", "identifier_retention", "api_calls", "retries")
+CALLOUTS = ("still_over_limit", "cannot_fit", "failed", "tokens_saved", "identifier_retention", "assistant_tokens_kept",
+            "human_turns_cut", "api_calls", "retries")
+SHARES = ("identifier_retention", "assistant_tokens_kept")  # shown as percentage points
 
 
 def _callouts(c: Comparison, letters: Sequence[str]) -> str:
@@ -432,8 +455,8 @@ def _callouts(c: Comparison, letters: Sequence[str]) -> str:
             if delta in (None, 0):
                 continue
             good = (delta < 0) == (f.better == "lower")
-            shown = f"{delta:+.1%}" if key == "identifier_retention" else f"{delta:+,}"
-            pct = f" ({diff['percent']:+.1f}%)" if diff["percent"] is not None and key != "identifier_retention" else ""
+            shown = f"{delta:+.1%}" if key in SHARES else f"{delta:+,}"
+            pct = f" ({diff['percent']:+.1f}%)" if diff["percent"] is not None and key not in SHARES else ""
             items.append(f'<li class="{"good" if good else "bad"}"><b>{letter}</b> {escape(f.label)}: '
                          f"{escape(_fmt(value, f.decimals))} vs {escape(_fmt(base, f.decimals))} in A, "
                          f"{escape(shown)}{escape(pct)} <span class=verdict>{'better' if good else 'worse'}</span></li>")
@@ -484,9 +507,9 @@ svg text{fill:var(--fg)}svg .tick{fill:var(--muted)}svg .label{font-size:13px}
 .grid{stroke:var(--line);stroke-width:1}.axis{stroke:var(--muted);stroke-width:1}
 .bar.s0{fill:var(--s0)}.bar.s1{fill:var(--s1)}.bar.s2{fill:var(--s2)}.bar.s3{fill:var(--s3)}
 .bar.s4{fill:var(--s4)}.bar.s5{fill:var(--s5)}.bar.s6{fill:var(--s6)}
-#statuses .bar.s0,#ratios .bar.s0,#retention .bar.s0{fill:var(--s1)}
-#statuses .bar.s1,#ratios .bar.s1,#retention .bar.s1{fill:var(--s2)}
-#statuses .bar.s2,#ratios .bar.s2,#retention .bar.s2{fill:var(--s3)}
+#statuses .bar.s0,#ratios .bar.s0,#retention .bar.s0,#assistant .bar.s0{fill:var(--s1)}
+#statuses .bar.s1,#ratios .bar.s1,#retention .bar.s1,#assistant .bar.s1{fill:var(--s2)}
+#statuses .bar.s2,#ratios .bar.s2,#retention .bar.s2,#assistant .bar.s2{fill:var(--s3)}
 .marker{stroke-width:2;stroke-dasharray:6 3}.marker.target{stroke:var(--target)}.marker.mean{stroke:var(--mean)}
 svg text.marker-label.target{fill:var(--target);font-weight:600}svg text.marker-label.mean{fill:var(--mean);font-weight:600}
 table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums;font-size:14px}

@@ -41,6 +41,12 @@ def render_report(report: Report | dict[str, Any], report_path: str, page_path: 
     retention = r.identifier_retention
     if retention is not None and retention.mean is not None:
         lines.insert(-1, f"  identifiers kept    {retention.mean:.1%} on average (of {_count(retention.rows, 'compressed row')})")
+    kept = r.assistant_tokens_kept
+    if kept is not None and kept.mean is not None:
+        lines.insert(-1, f"  assistant kept      {kept.mean:.1%} of assistant tokens on average (of {_count(kept.rows, 'row')})")
+    cut = r.human_turns_cut
+    if cut is not None and cut.turns:
+        lines.insert(-1, f"  user turns cut      {_n(cut.turns)} too long to carry whole (in {_count(cut.rows, 'row')})")
     if page_path is not None:
         lines.append(f"  page                {page_path}")
     not_taken = {k: getattr(rows, k) for k in ("not_sampled", "other_shards") if getattr(rows, k)}

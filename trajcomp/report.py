@@ -164,11 +164,19 @@ class Lengths:
 
 @dataclass
 class Retention:
-    """identifier_retention of the compressed rows that carry one."""
+    """A share per row (identifier_retention, assistant_tokens_kept) over the rows that carry one."""
 
     rows: int = 0
     mean: float | None = None
     histogram: Histogram = field(default_factory=Histogram)
+
+
+@dataclass
+class HumanTurnsCut:
+    """User turns of summarized regions that were too long to carry whole (summary_turn.py)."""
+
+    turns: int = 0
+    rows: int = 0
 
 
 @dataclass
@@ -205,6 +213,8 @@ class Report:
     lengths: Lengths | None = None
     compression_ratios: Histogram | None = None  # of the compressed rows
     identifier_retention: Retention | None = None
+    assistant_tokens_kept: Retention | None = None  # of every row written
+    human_turns_cut: HumanTurnsCut | None = None
     passes: dict[str, int] | None = None  # summaries made per row -> rows written
     worst_rows: list[WorstRow] | None = None  # the rows most over the limit, worst first
     tokenizer: TokenizerInfo | None = None
@@ -317,6 +327,12 @@ def from_aggregate(
             round(agg.retention_sum / agg.retention_rows, 4) if agg.retention_rows else None,
             Histogram(list(RETENTION_EDGES), list(agg.retention_counts)),
         ),
+        assistant_tokens_kept=Retention(
+            agg.assistant_rows,
+            round(agg.assistant_sum / agg.assistant_rows, 4) if agg.assistant_rows else None,
+            Histogram(list(RETENTION_EDGES), list(agg.assistant_counts)),
+        ),
+        human_turns_cut=HumanTurnsCut(agg.human_turns_cut, agg.rows_with_human_turns_cut),
         passes=dict(sorted(agg.passes.items(), key=lambda kv: int(kv[0]))),
         worst_rows=[WorstRow(**row) for row in agg.worst_rows()],
         tokenizer=tokenizer,
@@ -493,6 +509,8 @@ FIGURES = (
     Figure("p50_tokens_after", "p50 tokens after", ("distribution", "after", "p50")),
     Figure("p99_tokens_after", "p99 tokens after", ("distribution", "after", "p99")),
     Figure("identifier_retention", "identifier retention (mean)", ("identifier_retention", "mean"), 4, "higher"),
+    Figure("assistant_tokens_kept", "assistant tokens kept (mean)", ("assistant_tokens_kept", "mean"), 4, "higher"),
+    Figure("human_turns_cut", "user turns cut", ("human_turns_cut", "turns"), better="lower"),
     Figure("summary_passes", "summary passes", ("summary_passes",)),
     Figure("api_calls", "summarizer api calls", ("summarization", "api_calls"), better="lower"),
     Figure("http_requests", "http requests", ("summarization", "http_requests")),

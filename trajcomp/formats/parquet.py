@@ -80,6 +80,8 @@ METRICS_TYPE = pa.struct(
         pa.field("passes", pa.int64()),
         pa.field("cannot_fit", pa.bool_()),
         pa.field("identifier_retention", pa.float64()),  # null when nothing was summarized
+        pa.field("human_turns_cut", pa.int64()),
+        pa.field("assistant_tokens_kept", pa.float64()),  # null when the row has no assistant tokens
         pa.field("status", pa.string()),
     ]
 )
