@@ -71,6 +71,12 @@ class Faults:
     # Answer with ordinary words (no digit, path or name: no identifier at all) of exactly the length
     # the prompt asks for, counted with `overshoot_tokenizer`: a model that ignores identifiers.
     plain_words: bool = False
+    # A model of `context_limit` tokens counted with the tokenizer.json at `context_tokenizer`: a request
+    # whose messages (their contents, plus MESSAGE_MARKUP tokens each) and max_tokens exceed it is refused
+    # with a 400 worded as `context_wording` says: "openai", "vllm", "llamacpp" or "llama-cpp-python".
+    context_limit: int | None = None
+    context_tokenizer: str | None = None
+    context_wording: str = "vllm"
 
 
 @dataclass
@@ -82,6 +88,7 @@ class Stats:
     in_flight: int = 0
     max_in_flight: int = 0
     hangs_ended_by_answers: int = 0
+    context_refusals: int = 0
     headers_seen: list[str | None] = field(default_factory=list)
     bodies: list[Any] = field(default_factory=list)
     models_requests: int = 0
@@ -99,6 +106,35 @@ def _error(status: int, message: str, etype: str, code: str | None = None,
            headers: dict[str, str] | None = None) -> web.Response:
     body = {"error": {"message": message, "type": etype, "param": None, "code": code}}
     return web.json_response(body, status=status, headers=headers)
+
+
+MESSAGE_MARKUP = 4  # a chat template's role markers around each message, roughly
+
+
+def prompt_tokens(messages: list[dict[str, Any]], tokenizer_json: str | None) -> int:
+    from tokenizers import Tokenizer
+
+    encode = Tokenizer.from_file(tokenizer_json).encode
+    return sum(len(encode(_text_of(m.get("content")), add_special_tokens=False).ids) + MESSAGE_MARKUP
+               for m in messages)
+
+
+def context_refusal(wording: str, limit: int, prompt: int, completion: int) -> web.Response:
+    """A 400 for a request over the context, as each kind of server words it."""
+    if wording == "openai":
+        return _error(400, f"This model's maximum context length is {limit} tokens. However, your messages "
+                           f"resulted in {prompt} tokens. Please reduce the length of the messages.",
+                      "invalid_request_error", "context_length_exceeded")
+    if wording == "llamacpp":
+        body = {"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it",
+                          "type": "exceed_context_size_error", "n_prompt_tokens": prompt, "n_ctx": limit}}
+        return web.json_response(body, status=400)
+    if wording == "llama-cpp-python":
+        return _error(400, f"Requested tokens ({prompt}) exceed context window of {limit}",
+                      "invalid_request_error")
+    return _error(400, f"This model's maximum context length is {limit} tokens. However, you requested "
+                       f"{prompt + completion} tokens ({prompt} in the messages, {completion} in the completion). "
+                       "Please reduce the length of the messages or completion.", "BadRequestError")
 
 
 def _text_of(content: Any) -> str:
@@ -242,6 +278,17 @@ class FakeOpenAIServer:
                 pass
         return until()
 
+    def _context_error(self, body: dict[str, Any]) -> web.Response | None:
+        f = self.faults
+        if f.context_limit is None:
+            return None
+        prompt = prompt_tokens(body["messages"], f.context_tokenizer)
+        completion = int(body.get("max_tokens") or 0)
+        if prompt + completion <= f.context_limit:
+            return None
+        self.stats.context_refusals += 1
+        return context_refusal(f.context_wording, f.context_limit, prompt, completion)
+
     def _pick_fault(self) -> str | None:
         for kind in FAULT_ORDER:
             if self._remaining[kind] > 0:
@@ -263,7 +310,7 @@ class FakeOpenAIServer:
             except (json.JSONDecodeError, UnicodeDecodeError):
                 body = None
             _append(s.bodies, body, MAX_KEPT)
-            error = self._auth_error(request) or _validate(body, self.models)
+            error = self._auth_error(request) or _validate(body, self.models) or self._context_error(body)
             fault = None if error else self._pick_fault()
             if self.faults.hold_until_in_flight:
                 await self._hold(lambda: s.max_in_flight >= self.faults.hold_until_in_flight,

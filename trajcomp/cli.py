@@ -65,6 +65,9 @@ def compress(
     summary_style: Optional[str] = typer.Option(
         None, help="Summary shape: prose (default) or handoff (Active Task, Goal, Completed Actions, Active State, "
                    "Relevant Files, Critical Context)."),
+    summary_tokenizer: Optional[Path] = typer.Option(
+        None, help="The summary model's tokenizer folder, if not the training one: the summarizer's input is "
+                   "fitted to its context with it."),
     summary_prefix: Optional[str] = typer.Option(
         None, help="Text that opens the summary turn (default '[CONTEXT SUMMARY]:'), e.g. your agent's own."),
     concurrency: Optional[int] = typer.Option(None, help="Summarizer calls in flight at once (default 50).", min=1),
@@ -130,6 +133,7 @@ def compress(
             summarizer=summarizer,
             summary_style=summary_style,
             summary_prefix=summary_prefix,
+            summary_tokenizer=str(summary_tokenizer) if summary_tokenizer else None,
             max_concurrent_requests=concurrency,
             max_rows_in_memory=max_rows_in_memory,
             base_url=base_url,
@@ -208,7 +212,7 @@ def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool, html: b
     try:
         compressor = build_compressor(cfg, counter, layout)
         result = asyncio.run(_run_until_stopped(Runner(cfg, compressor, layout, options)))
-    except ConfigError as exc:
+    except (ConfigError, TokenizerLoadError) as exc:  # a bad summarization.tokenizer among them
         fail(str(exc))
     except (PreflightError, InputError, SummarizerDown) as exc:
         fail(str(exc), EXIT_FAILED)

@@ -60,6 +60,7 @@ class CompressionConfig:
     request_timeout: float = 120.0
     prompt_file: str | None = None
     max_input_tokens: int | None = None  # None: 8192 minus the answer's max_tokens
+    summary_tokenizer: str | None = None  # the summary model's tokenizer folder, for the input guard
     cache: bool = True
     summary_style: str = "prose"  # prose, or handoff: the Markdown sections an agent's own compaction writes
     # output
@@ -128,6 +129,7 @@ LAYOUT: dict[str, dict[str, str]] = {
         "request_timeout": "request_timeout",
         "prompt_file": "prompt_file",
         "max_input_tokens": "max_input_tokens",
+        "tokenizer": "summary_tokenizer",
         "cache": "cache",
         "style": "summary_style",
     },
@@ -279,7 +281,7 @@ def fields_from_mapping(data: Any, source: str) -> dict[str, Any]:
 
 def _resolve_relative_paths(values: dict[str, Any], base: Path) -> None:
     # "./x" and "../x" in a config file mean "beside this file", so configs travel with their data.
-    for name in ("tokenizer_name", "prompt_file", "chat_template"):
+    for name in ("tokenizer_name", "prompt_file", "chat_template", "summary_tokenizer"):
         value = values.get(name)
         if isinstance(value, str) and value.startswith(("./", "../")):
             values[name] = str((base / value).resolve())

@@ -51,7 +51,7 @@ FILE, LINE, RAW, RESULT = "__trajcomp_file", "__trajcomp_line", "__trajcomp_raw"
 def _absolute(config: CompressionConfig) -> CompressionConfig:
     """Local paths made absolute: Ray's workers do not run in the driver's working directory."""
     changes = {}
-    for name in ("tokenizer_name", "prompt_file", "chat_template"):
+    for name in ("tokenizer_name", "prompt_file", "chat_template", "summary_tokenizer"):
         value = getattr(config, name)
         if value and Path(value).exists():
             changes[name] = str(Path(value).resolve())

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import random
+import re
 import time
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
@@ -65,11 +66,51 @@ class Response:
 
 
 @dataclass(frozen=True)
+class ContextRefusal:
+    """A 400 saying the request is longer than the model's context: its limit and the request's size."""
+
+    limit: int  # the model's context, tokens
+    prompt: int  # the request's prompt as the server counted it, tokens
+
+
+@dataclass(frozen=True)
 class Failure:
     message: str  # already free of secrets
     retryable: bool
     retry_after: float | None = None
     seconds: float = 0.0
+    refusal: ContextRefusal | None = None  # a context-length refusal: fit the input to its limit, ask again
+
+
+# How OpenAI, vLLM, llama.cpp's server and llama-cpp-python's word a request over the context: the
+# model's limit, and the prompt's size as the server counted it.
+_REFUSALS = (
+    # OpenAI: "maximum context length is 8192 tokens. However, your messages resulted in 9354 tokens"
+    # vLLM: "... However, you requested 9354 tokens (8700 in the messages, 654 in the completion)"
+    re.compile(r"maximum context length is (?P<limit>\d+) tokens.*?(?:(?P<messages>\d+) in the messages"
+               r"|resulted in (?P<prompt>\d+) tokens)", re.S),
+    # newer vLLM: "maximum context length is 8192 tokens and your request has 9354 input tokens"
+    re.compile(r"maximum context length is (?P<limit>\d+) tokens.*?request has (?P<prompt>\d+) input tokens", re.S),
+    # llama.cpp server: "request (9354 tokens) exceeds the available context size (8192 tokens)"
+    re.compile(r"request \((?P<prompt>\d+) tokens\) exceeds the available context size \((?P<limit>\d+) tokens\)"),
+    # llama-cpp-python: "Requested tokens (9354) exceed context window of 8192"
+    re.compile(r"Requested tokens \((?P<prompt>\d+)\) exceed context window of (?P<limit>\d+)"),
+)
+
+
+def context_refusal(text: str) -> ContextRefusal | None:
+    """The limit and prompt size stated by a 400's body, when it is a context-length refusal."""
+    try:  # llama.cpp's server also says it in fields of the error object
+        error = json.loads(text).get("error")
+    except (ValueError, AttributeError):
+        error = None
+    if isinstance(error, dict) and isinstance(error.get("n_ctx"), int) and isinstance(error.get("n_prompt_tokens"), int):
+        return ContextRefusal(error["n_ctx"], error["n_prompt_tokens"])
+    for pattern in _REFUSALS:
+        if match := pattern.search(text):
+            found = match.groupdict()
+            return ContextRefusal(int(found["limit"]), int(found.get("messages") or found["prompt"]))
+    return None
 
 
 class Endpoint:
@@ -142,7 +183,8 @@ class Endpoint:
                 return Failure("response body is not JSON", True, seconds=seconds)
         retryable = status in RETRY_STATUSES or status >= 500
         retry_after = parse_retry_after(headers) if retryable else None
-        return Failure(f"HTTP {status}: {self.error_text(text)}", retryable, retry_after, seconds)
+        refusal = context_refusal(text) if status == 400 else None
+        return Failure(f"HTTP {status}: {self.error_text(text)}", retryable, retry_after, seconds, refusal)
 
     def error_text(self, text: str) -> str:
         """The message of an error body (OpenAI style when it is), without secrets, at most 300 chars."""

@@ -19,7 +19,8 @@ from ..rows import Turn
 from ..summary_turn import DEFAULT_PREFIX, HANDOFF, PROSE, strip_prefix
 from .base import Summarizer, Summary, SummaryError, SummaryRequest
 from .guard import fit_turns
-from .http import Endpoint, Failure, PreflightError, RetryPolicy
+from ..tokens import TokenCounter
+from .http import ContextRefusal, Endpoint, Failure, PreflightError, RetryPolicy
 
 __all__ = ["HANDOFF_PROMPT", "OpenAISummarizer", "PreflightError", "SYSTEM_PROMPT"]
 
@@ -71,6 +72,7 @@ Write one updated summary that covers those earlier turns and the turns below, i
 # max_tokens comes out of it.
 DEFAULT_CONTEXT = 8192
 CHAT_MARKUP_TOKENS = 32  # the summary model's own role markers around the two messages
+REFIT_MARGIN = 0.95  # of the room a refused request is fitted to: the two tokenizers' ratio is an estimate
 
 THINK_BLOCK = re.compile(r"<think>.*?</think>", re.S)
 OPEN_THINK = re.compile(r"^\s*<think>.*", re.S)  # a reasoning block the model never closed
@@ -85,6 +87,10 @@ class OpenAISummarizer(Summarizer):
     def __init__(self, config, counter):
         self.config = config
         self.counter = counter
+        # What the input guard counts with: the summary model's own tokenizer when given, else the
+        # training one (summarization.tokenizer).
+        self.guard_counter = TokenCounter(config.summary_tokenizer, config.trust_remote_code) \
+            if config.summary_tokenizer else counter
         self.endpoint = Endpoint(
             config.base_url, config.api_key_env, config.request_timeout, config.max_concurrent_requests
         )
@@ -129,25 +135,28 @@ class OpenAISummarizer(Summarizer):
                 self._payloads.popitem(last=False)
         return body
 
-    def _payload(self, request: SummaryRequest) -> dict[str, Any]:
+    def _payload(self, request: SummaryRequest, max_input: int | None = None) -> dict[str, Any]:
         system = self.prompt_templates[request.style].replace("{target_tokens}", str(request.stated))
+        user = self.user_text(request, system, max_input or self.max_input_tokens)
         return {
             "model": self.config.summarization_model,
-            "messages": [{"role": "system", "content": system}, {"role": "user", "content": self.user_text(request, system)}],
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
             "temperature": self.config.temperature,
             "max_tokens": self.max_tokens,
         }
 
-    def user_text(self, request: SummaryRequest, system: str) -> str:
-        """The turns to summarize (after any earlier summary), fitted into max_input_tokens."""
+    def user_text(self, request: SummaryRequest, system: str, max_input: int) -> str:
+        """The turns to summarize (after any earlier summary), fitted into `max_input` tokens."""
         turns = request.turns[request.covered:] if request.previous else request.turns
         headers = [turn_header(i, t.role) for i, t in enumerate(turns, 1)]
         note = UPDATE_NOTE.format(previous=request.previous, target_tokens=request.stated) if request.previous else ""
         # the headers joined as the body joins turns: with many turns the separators add up
-        fixed = self._system_cost(system) + sum(self.counter.count([note, "\n\n".join(headers)]))
-        room = self.max_input_tokens - fixed - CHAT_MARKUP_TOKENS
+        fixed = self._system_cost(system) + sum(self.guard_counter.count([note, "\n\n".join(headers)]))
+        room = max_input - fixed - CHAT_MARKUP_TOKENS
         costs = request.costs[request.covered:] if request.previous and request.costs else request.costs
-        texts = fit_turns(turns, room, self.counter, costs)
+        if self.guard_counter is not self.counter:
+            costs = None  # the row core's counts are the training tokenizer's
+        texts = fit_turns(turns, room, self.guard_counter, costs)
         body = "\n\n".join(header + text for header, text in zip(headers, texts))
         return f"{note}\n\n{body}" if note else body
 
@@ -155,7 +164,7 @@ class OpenAISummarizer(Summarizer):
         # Few distinct prompts in a run (one per stated length): each counted once, not per request.
         cost = self._system_costs.get(system)
         if cost is None:
-            cost = self.counter.count([system])[0]
+            cost = self.guard_counter.count([system])[0]
             if len(self._system_costs) < 256:  # later passes' firmer lengths vary: the first 256 are kept
                 self._system_costs[system] = cost
         return cost
@@ -173,12 +182,13 @@ class OpenAISummarizer(Summarizer):
             # arrives just as the call completes, and the run would go on instead of stopping.
             try:
                 async with asyncio.timeout(request.timeout):
-                    return await self._attempts(body, tally)
+                    return await self._attempts(request, body, tally)
             except TimeoutError:
                 message = f"timed out after {request.timeout:g}s ({tally.calls} calls; last: {tally.last})"
                 raise SummaryError(message, tally.calls, tally.errors) from None
 
-    async def _attempts(self, body: dict[str, Any], tally: "_Tally") -> Summary:
+    async def _attempts(self, request: SummaryRequest, body: dict[str, Any], tally: "_Tally") -> Summary:
+        refitted = False
         while True:
             if tally.calls:
                 self.retries += 1
@@ -188,9 +198,24 @@ class OpenAISummarizer(Summarizer):
                 return Summary(result, tally.calls, tally.errors)
             tally.errors += 1
             tally.last = result.message
+            if result.refusal is not None and not refitted:  # once: the server said how long is too long
+                refitted = True
+                body = await asyncio.to_thread(self._refitted, request, body, result.refusal)
+                if body is not None:
+                    continue
             if not result.retryable or tally.errors > self.policy.max_retries:
                 raise SummaryError(f"{result.message} (after {tally.calls} calls)", tally.calls, tally.errors)
             await asyncio.sleep(self.policy.delay(tally.errors, result.retry_after))
+
+    def _refitted(self, request: SummaryRequest, body: dict[str, Any], refusal: ContextRefusal) -> dict[str, Any] | None:
+        """The request again, its input fitted to the context the server stated (its tokenizer may count
+        more than the guard's: the guard's room shrinks by the ratio of their counts, less a margin).
+        None when the answer's max_tokens alone takes the whole context."""
+        sent = sum(self.guard_counter.count([m["content"] for m in body["messages"]])) + CHAT_MARKUP_TOKENS
+        allowed = refusal.limit - self.max_tokens  # the prompt's share of the server's context
+        if allowed <= 0:
+            return None
+        return self._payload(request, int(allowed * sent / max(refusal.prompt, 1) * REFIT_MARGIN))
 
     async def _attempt(self, body: dict[str, Any]) -> str | Failure:
         """One HTTP call: the usable summary text, or a Failure saying whether to retry."""
