@@ -73,14 +73,18 @@ class _Attempt:
     tokens: int
     plan: Plan
     body: str
+    body_tokens: int  # of the summary turn's body (its text, the user's words, the index)
     text_tokens: int  # of the summarizer's own text
     sourced: _Sourced
     region: _Region
+    budget: int  # the body's
 
     @property
     def overshot(self) -> bool:
-        """Whether the summarizer wrote more than the room it was given."""
-        return self.text_tokens > self.region.room
+        """Whether the summary turn is over its budget because the summarizer wrote more than its room.
+        (Within the budget, a long summary only crowds the index out: asking again would not shorten
+        the row, since the index fills what a shorter summary leaves.)"""
+        return self.body_tokens > self.budget and self.text_tokens > self.region.room
 
 
 @dataclass
@@ -216,7 +220,7 @@ class TrajectoryCompressor:
             deficit = last.tokens - target
             if last.overshot:  # ask for less, as much less as it overshot
                 stated = max(1, request.stated * region.room * 9 // (last.text_tokens * 10))
-                deficit -= last.text_tokens - region.room
+                deficit -= last.body_tokens - last.budget
             if deficit > 0:
                 more += deficit
                 wider = self._plan(turns, measured, fmt, more)
@@ -230,7 +234,7 @@ class TrajectoryCompressor:
 
     async def _attempt(self, native, fmt, turns, measured: Measured, p: Plan, sourced: _Sourced,
                        region: _Region) -> _Attempt:
-        body, text_tokens, out, changed = await asyncio.to_thread(
+        body, body_tokens, text_tokens, out, changed = await asyncio.to_thread(
             self._assemble, native, fmt, turns, p, sourced.summary.text, region
         )
         if self.lengths.mode == "turns":  # a turn's count does not depend on its neighbours: count what changed
@@ -240,7 +244,7 @@ class TrajectoryCompressor:
             tokens = kept + sum(changed_counts)
         else:
             tokens = (await self._measure(out, fmt, fmt.turns(out), costs_above=None)).total
-        return _Attempt(out, tokens, p, body, text_tokens, sourced, region)
+        return _Attempt(out, tokens, p, body, body_tokens, text_tokens, sourced, region, self._body_budget)
 
     def _text_costs(self, measured: Measured, p: Plan) -> tuple[int, ...] | None:
         """The region's turns' token counts, when counting was by turns (a template's costs hold its markup too)."""
@@ -266,11 +270,12 @@ class TrajectoryCompressor:
         return _Region((p.start, p.end), ids, words, room, goal)
 
     def _assemble(self, native, fmt, turns, p: Plan, text: str, region: _Region):
-        """The summary body (the user's words, the identifier index), its text's length, and the new
-        turns (CPU work: off the loop)."""
+        """The summary body (the user's words, the identifier index), its and the summarizer's text's
+        lengths, and the new turns (CPU work: off the loop)."""
         body = summary_turn.compose(self.config.summary_style, text, region.words)
         body = identifiers.with_index(body, region.identifiers, self._body_budget, self.counter.count)
-        return (body, self.counter.count([text])[0], *assemble(native, fmt, turns, p, self._turn_text(body), self._notice()))
+        body_tokens, text_tokens = self.counter.count([body, text])
+        return (body, body_tokens, text_tokens, *assemble(native, fmt, turns, p, self._turn_text(body), self._notice()))
 
     def _turn_text(self, body: str) -> str:
         return summary_turn.joined(self.config.summary_prefix, self.config.summary_style, body)
