@@ -185,12 +185,12 @@ async def _acount_window(counter, per_row: list[list[str]], window: int) -> None
 # ---------------------------------------------------------------- whole runs (subprocesses)
 
 
-def trajcomp_args(s: Setup, src: Path, out: Path, target: int) -> list[str]:
+def trajcomp_args(s: Setup, src: Path, out: Path, target: int, workers: int = 1) -> list[str]:
     return [
         sys.executable, "-m", "trajcomp.cli", "compress", str(src), "-o", str(out), "--tokenizer", str(s.tokenizer),
         "--target-max-tokens", str(target), "--summary-target-tokens", str(s.args.summary_target),
         "--summarizer", "openai", "--base-url", s.server_url, "--model", "test-model",
-        "--concurrency", str(s.args.concurrency), "-q",
+        "--concurrency", str(s.args.concurrency), "--workers", str(workers), "-q",
     ]
 
 
@@ -211,11 +211,12 @@ class Run:
     max_in_flight: int
 
 
-def run_trajcomp(s: Setup, src: Path, target: int, suffix: str = ".jsonl", latency: float | None = None) -> Run:
+def run_trajcomp(s: Setup, src: Path, target: int, suffix: str = ".jsonl", latency: float | None = None,
+                 workers: int = 1) -> Run:
     with tempfile.TemporaryDirectory(dir=s.work) as tmp:
         out = Path(tmp) / f"out{suffix}"
         server_reset(s, latency)
-        m, _ = measure_command(trajcomp_args(s, src, out, target), (s.server_pid,), cwd=ROOT, env=_env())
+        m, _ = measure_command(trajcomp_args(s, src, out, target, workers), (s.server_pid,), cwd=ROOT, env=_env())
         report = json.loads((Path(tmp) / "out_metrics.json").read_text())
         stats = server_stats(s)
     rows = report["rows"]["read"]
@@ -301,6 +302,33 @@ def _summarizer_bound(s: Setup, latency: float) -> tuple[Figure, tuple[Run, Run]
         ref.seconds / run.m.wall, others([r.m for r in runs[0]]),
         f"{run.calls} calls for {run.rows} rows; trajcomp wall with start-up {run.m.wall:.1f} s",
     ), (run, ref)
+
+
+def workers(s: Setup) -> list[Figure]:
+    """1 and 2 worker processes (--workers), summarizer-bound at L and pass-through: does a second one pay here?"""
+    from trajcomp.batching import usable_cores
+
+    figures = []
+    for name, target, latency in (
+        (f"openai, L={s.args.latency:g} s, C={s.args.concurrency}", s.args.bound_target, s.args.latency),
+        ("pass-through (JSONL)", percentile(s.counts, 0.9), None),
+    ):
+        runs = repeat(
+            s.args.repeats,
+            lambda: run_trajcomp(s, s.data, target, latency=latency, workers=1),
+            lambda: run_trajcomp(s, s.data, target, latency=latency, workers=2),
+        )
+        one, two = (median_by(r, key=lambda run: run.seconds) for r in runs)
+        rate = lambda run: run.rows / run.seconds  # noqa: E731
+        figures.append(Figure(
+            f"Workers: {name}, 1 and 2 worker processes ({usable_cores()} usable cores)",
+            f"1: {rate(one):.1f} rows/s; 2: {rate(two):.1f} rows/s", "1 worker (this process)",
+            rate(two) / rate(one), "> 1: a second worker pays", rate(two) > rate(one),
+            others=others([r.m for reps in runs for r in reps]),
+            note=f"wall with start-up: 1 worker {one.m.wall:.1f} s, 2 workers {two.m.wall:.1f} s; "
+                 f"peak RSS of the tree {one.m.peak_rss_mb:.0f} -> {two.m.peak_rss_mb:.0f} MB",
+        ))
+    return figures
 
 
 def memory(s: Setup) -> list[Figure]:
@@ -479,7 +507,7 @@ def bench(args: argparse.Namespace, tokenizer: Path, server: tuple[subprocess.Po
     s = Setup(args, tokenizer, data, rows, counts, server[1], server[0].pid, args.work)
     info["data"] = f"{len(rows)} rows, {s.mb:.1f} MB, {statistics.mean(len(r['conversations']) for r in rows):.0f} turns a row, seed {args.seed}"
     figures = []
-    for measure in (counting, pass_through, summarizer_bound, memory):
+    for measure in (counting, pass_through, summarizer_bound, workers, memory):
         figures += (measured := measure(s))
         print("\n".join(table(measured).splitlines()[2:]), file=sys.stderr, flush=True)  # progress
     if args.profile and bench_profile.available():
