@@ -218,19 +218,30 @@ def test_kill_9_of_the_main_process_leaves_no_worker_and_the_rerun_gives_the_sam
     assert same_rows(out, one_worker)
 
 
-@pytest.mark.parametrize("how", ["sigterm to the main process", "ctrl-c to the process group"])
-def test_sigterm_or_ctrl_c_stops_every_worker_and_the_run_resumes(tmp_path, dataset, bpe_tokenizer, one_worker, how):
+STOPS = {  # how a held run is stopped: its exit code, and what stderr says
+    "sigterm to the main process": (143, "interrupted"),
+    "ctrl-c to the process group": (130, "interrupted"),
+    "kill -9 of a worker": (1, "ended unexpectedly (exit code -9)"),
+}
+
+
+@pytest.mark.parametrize("how", list(STOPS))
+def test_sigterm_ctrl_c_or_a_dead_worker_stops_every_worker_and_the_run_resumes(tmp_path, dataset, bpe_tokenizer,
+                                                                               one_worker, how):
     with ServerThread(latency=0.1) as server:
         out = tmp_path / "run" / "out.jsonl"
         ctrl_c = how.startswith("ctrl-c")
         proc, workers, spawned = held_with_workers(server, dataset, out, bpe_tokenizer, own_group=ctrl_c)
         if ctrl_c:  # a terminal's Ctrl-C reaches every process of the foreground group, the workers too
             os.killpg(proc.pid, signal.SIGINT)
-        else:
+        elif how.startswith("sigterm"):
             proc.send_signal(signal.SIGTERM)
+        else:
+            os.kill(min(workers), signal.SIGKILL)
         _, stderr = proc.communicate(timeout=60)
-        assert proc.returncode == (130 if ctrl_c else 143), stderr
-        assert "resume" in stderr and "Traceback" not in stderr
+        code, said = STOPS[how]
+        assert proc.returncode == code, stderr
+        assert said in stderr and "resume" in stderr and "Traceback" not in stderr
         assert alive(workers) == [], "the main process ended before its workers"
         assert wait_gone(spawned) == []  # the resource tracker too, once its main process is gone
         thaw(server)

@@ -101,7 +101,11 @@ async def _serve(inbox: Connection, outbox: Connection, core: TrajectoryCompress
             reply = ("error", key, _portable(exc))
         else:
             reply = ("done", key, result, core.summarizer.live())
-        if not _send(outbox, reply):
+        try:
+            sent = _send(outbox, reply)
+        except Exception as exc:  # a value that does not pickle: the row must still be answered
+            sent = _send(outbox, ("error", key, RuntimeError(f"the row's result cannot be sent back: {exc}")))
+        if not sent:
             messages.put_nowait(None)  # the main process is gone
 
     _send(outbox, ("ready", None))
@@ -125,7 +129,10 @@ def _receive(inbox: Connection, loop: asyncio.AbstractEventLoop, put: Callable[[
             message = inbox.recv()
         except (EOFError, OSError):
             message = None
-        loop.call_soon_threadsafe(put, message)
+        try:
+            loop.call_soon_threadsafe(put, message)
+        except RuntimeError:  # the loop has ended: the worker is on its way out
+            return
         if message is None:
             return
 
