@@ -165,7 +165,8 @@ class WorkerPool:
     def __init__(self, config: CompressionConfig, counter: TokenCounter, cache: Path | None, workers: int):
         self.counter = counter  # the main process's: it names the tokenizer in the report
         self.workers = workers
-        self.configs = [config.replace(max_concurrent_requests=n) for n in shares(config.max_concurrent_requests, workers)]
+        calls = shares(config.max_concurrent_requests, workers)  # the run's total, split
+        self.configs = [config.replace(max_concurrent_requests=n) for n in calls]
         self.cache = str(cache) if cache is not None else None
         self.summarizer = Together()
         self._procs: list[multiprocessing.Process] = []
