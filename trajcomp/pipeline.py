@@ -1,5 +1,8 @@
 """The run: read -> compress (bounded rows in flight and in memory) -> write in input order -> report.
 
+Rows are compressed in this process, or in `processing.num_workers` worker processes (workers.py);
+either way this process reads them, keeps their order and writes everything.
+
 Rows are written in parts of `checkpoint_rows` input rows (see checkpoint.py); the final files
 are joined from the parts, so a resumed run writes the same bytes as one never interrupted.
 """
