@@ -374,6 +374,33 @@ def _render_limit(s: Setup, folder: Path) -> tuple[Callable[[], Measurement], li
     return (lambda: measure_call(run)[0]), run()
 
 
+def workers(s: Setup) -> list[Figure]:
+    """1 and 2 worker processes (--workers), summarizer-bound at L and pass-through: does a second one pay here?"""
+    from trajcomp.batching import usable_cores
+
+    figures = []
+    for name, target, latency in (
+        (f"openai, L={s.args.latency:g} s, C={s.args.concurrency}", s.args.bound_target, s.args.latency),
+        ("pass-through (JSONL)", percentile(s.counts, 0.9), None),
+    ):
+        runs = repeat(
+            s.args.repeats,
+            lambda: run_trajcomp(s, s.data, target, latency=latency, extra=("--workers", "1")),
+            lambda: run_trajcomp(s, s.data, target, latency=latency, extra=("--workers", "2")),
+        )
+        one, two = (median_by(r, key=lambda run: run.seconds) for r in runs)
+        rate = lambda run: run.rows / run.seconds  # noqa: E731
+        figures.append(Figure(
+            f"Workers: {name}, 1 and 2 worker processes ({usable_cores()} usable cores)",
+            f"1: {rate(one):.1f} rows/s; 2: {rate(two):.1f} rows/s", "1 worker (this process)",
+            rate(two) / rate(one), "> 1: a second worker pays", rate(two) > rate(one),
+            others=others([r.m for reps in runs for r in reps]),
+            note=f"wall with start-up: 1 worker {one.m.wall:.1f} s, 2 workers {two.m.wall:.1f} s; "
+                 f"peak RSS of the tree {one.m.peak_rss_mb:.0f} -> {two.m.peak_rss_mb:.0f} MB",
+        ))
+    return figures
+
+
 def memory(s: Setup) -> list[Figure]:
     n = s.args.memory_rows
     small = bench_data.jsonl(s.work / "data", n, s.args.seed)
@@ -550,7 +577,7 @@ def bench(args: argparse.Namespace, tokenizer: Path, server: tuple[subprocess.Po
     s = Setup(args, tokenizer, data, rows, counts, server[1], server[0].pid, args.work)
     info["data"] = f"{len(rows)} rows, {s.mb:.1f} MB, {statistics.mean(len(r['conversations']) for r in rows):.0f} turns a row, seed {args.seed}"
     figures = []
-    for measure in (counting, pass_through, summarizer_bound, chat_template, memory):
+    for measure in (counting, pass_through, summarizer_bound, chat_template, workers, memory):
         figures += (measured := measure(s))
         print("\n".join(table(measured).splitlines()[2:]), file=sys.stderr, flush=True)  # progress
     if args.profile and bench_profile.available():

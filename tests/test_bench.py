@@ -6,10 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from trajcomp.batching import usable_cores
+
 ROOT = Path(__file__).resolve().parent.parent
 
 FIGURES = ("Counting", "Pass-through, JSONL", "Pass-through, Parquet", "Summarizer-bound", "Pass-through, chat_template",
-           "Summarizer-bound, chat_template", "Memory")
+           "Summarizer-bound, chat_template", "Workers", "Memory")
 
 
 def test_quick_bench_writes_its_table(tmp_path):
@@ -28,3 +30,6 @@ def test_quick_bench_writes_its_table(tmp_path):
     assert "Python: " in doc and "cores" in doc
     for latency in ("0.05", "0.1"):  # both summarizer-bound figures, by name (--quick's latencies)
         assert f"| Summarizer-bound: openai, L={latency} s, C=8 |" in doc
+    cores = f"1 and 2 worker processes ({usable_cores()} usable cores) |"
+    for run in ("openai, L=0.05 s, C=8", "pass-through (JSONL)"):  # --workers 1 and 2, with this machine's cores
+        assert f"| Workers: {run}, {cores} 1: " in result.stdout

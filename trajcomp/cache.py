@@ -11,6 +11,10 @@ from typing import Any
 
 from .summarizers.base import Summarizer, Summary, SummaryRequest
 
+# Seconds a connection waits for another's write to finish: worker processes share the file, each on
+# its own connection (WAL: readers never wait; writers take turns, each commit one small row).
+BUSY_SECONDS = 30.0
+
 
 def request_key(parts: dict[str, Any]) -> str:
     """A stable hash of everything that decides a summary (model, prompt, temperature, max_tokens)."""
@@ -27,7 +31,7 @@ class SummaryCache:
 
     def open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path)
+        self._db = sqlite3.connect(self.path, timeout=BUSY_SECONDS)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS summaries (key TEXT PRIMARY KEY, summary TEXT NOT NULL)")

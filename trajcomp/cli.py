@@ -71,6 +71,9 @@ def compress(
     summary_prefix: Optional[str] = typer.Option(
         None, help="Text that opens the summary turn (default '[CONTEXT SUMMARY]:'), e.g. your agent's own."),
     concurrency: Optional[int] = typer.Option(None, help="Summarizer calls in flight at once (default 50).", min=1),
+    workers: Optional[int] = typer.Option(
+        None, help="Processes compressing rows, each with its own tokenizer and a share of --concurrency; "
+                   "0: one per usable core (default 1: this process).", min=0),
     max_rows_in_memory: Optional[int] = typer.Option(
         None, help="Rows held at once, running or done and waiting behind a slower row (default 1000).", min=1
     ),
@@ -135,6 +138,7 @@ def compress(
             summary_prefix=summary_prefix,
             summary_tokenizer=str(summary_tokenizer) if summary_tokenizer else None,
             max_concurrent_requests=concurrency,
+            num_workers=workers,
             max_rows_in_memory=max_rows_in_memory,
             base_url=base_url,
             summarization_model=model,
@@ -205,21 +209,23 @@ def _dry_run(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None:
 
 
 def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool, html: bool) -> None:
-    from .pipeline import Runner, SummarizerDown, build_compressor
+    from .pipeline import Runner, SummarizerDown, build_rows
     from .formats.base import InputError
     from .summarizers.http import PreflightError
+    from .workers import WorkerDied
 
     try:
-        compressor = build_compressor(cfg, counter, layout)
-        result = asyncio.run(_run_until_stopped(Runner(cfg, compressor, layout, options)))
+        rows = build_rows(cfg, counter, layout)
+        result = asyncio.run(_run_until_stopped(Runner(cfg, rows, layout, options)))
     except (ConfigError, TokenizerLoadError) as exc:  # a bad summarization.tokenizer among them
         fail(str(exc))
     except (PreflightError, InputError, SummarizerDown) as exc:
         fail(str(exc), EXIT_FAILED)
+    except WorkerDied as exc:
+        fail(f"{exc}{_resume_hint(layout)}", EXIT_FAILED)
     except OSError as exc:  # writing: a full disk, a folder that vanished; inputs raise InputError
         where = f" {exc.filename}" if exc.filename else ""
-        resume = f"; finished parts are kept in {layout.work}: run the same command again to resume"
-        fail(f"cannot write{where}: {exc.strerror or exc}{resume if layout.work.exists() else ''}", EXIT_FAILED)
+        fail(f"cannot write{where}: {exc.strerror or exc}{_resume_hint(layout)}", EXIT_FAILED)
     except (KeyboardInterrupt, _Terminated) as exc:
         typer.echo(
             f"trajcomp: interrupted; finished parts are kept in {layout.work}. "
@@ -228,6 +234,12 @@ def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool, html: b
         raise typer.Exit(EXIT_TERMINATED if isinstance(exc, _Terminated) else EXIT_INTERRUPTED)
     cached = ": summaries already made come from the cache" if cfg.cache else ""
     _finish(result.report, layout.report, quiet, as_json, html, f"run the same command again to retry them{cached}")
+
+
+def _resume_hint(layout) -> str:
+    if not layout.work.exists():
+        return ""
+    return f"; finished parts are kept in {layout.work}: run the same command again to resume"
 
 
 def _finish(report, report_path: Path, quiet: bool, as_json: bool, html: bool, retry: str) -> None:

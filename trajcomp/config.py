@@ -71,7 +71,7 @@ class CompressionConfig:
     )
     output_suffix: str = "_compressed"
     # processing
-    num_workers: int = 4
+    num_workers: int = 1  # worker processes compressing rows; 0: one per usable core (workers.py)
     max_concurrent_requests: int = 50
     skip_under_target: bool = True
     save_over_limit: bool = True
@@ -195,12 +195,13 @@ def validate(cfg: CompressionConfig) -> None:
             raise ConfigError(f"{_key(f.name)} must be {types[0].__name__}, got {value!r}")
         if isinstance(value, float) and not math.isfinite(value):
             raise ConfigError(f"{_key(f.name)} must be a finite number, got {value!r}")
-    positive = ("target_max_tokens", "summary_target_tokens", "max_concurrent_requests", "num_workers",
+    positive = ("target_max_tokens", "summary_target_tokens", "max_concurrent_requests",
                 "max_rows_in_memory", "max_passes", "max_input_tokens")
     for name in positive:
         if getattr(cfg, name) is not None and getattr(cfg, name) <= 0:
             raise ConfigError(f"{_key(name)} must be > 0, got {getattr(cfg, name)}")
-    for name in ("protect_last_n_turns", "max_retries", "retry_delay", "temperature", "max_consecutive_failures"):
+    for name in ("protect_last_n_turns", "max_retries", "retry_delay", "temperature", "max_consecutive_failures",
+                 "num_workers"):
         if getattr(cfg, name) < 0:
             raise ConfigError(f"{_key(name)} must be >= 0, got {getattr(cfg, name)}")
     for name in ("request_timeout", "per_trajectory_timeout"):

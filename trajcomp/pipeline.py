@@ -1,5 +1,8 @@
 """The run: read -> compress (bounded rows in flight and in memory) -> write in input order -> report.
 
+Rows are compressed in this process, or in `processing.num_workers` worker processes (workers.py);
+either way this process reads them, keeps their order and writes everything.
+
 Rows are written in parts of `checkpoint_rows` input rows (see checkpoint.py); the final files
 are joined from the parts, so a resumed run writes the same bytes as one never interrupted.
 """
@@ -17,7 +20,6 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterable
 
 from . import __version__
-from .cache import CachedSummarizer, SummaryCache
 from .checkpoint import WorkDir
 from .compressor import TrajectoryCompressor
 from .config import CompressionConfig
@@ -29,7 +31,7 @@ from .paths import FileJob, Layout
 from .progress import Progress
 from .report import Processing, Report, TokenizerInfo, from_aggregate
 from .selection import Selection, Taker
-from .summarizers import make_summarizer
+from .workers import WorkerPool, build_core, worker_count
 
 # Settings that never change what a run writes (speed, memory, where the endpoint is and how to
 # authenticate to it): a resume may change them, e.g. after the server moved to another port.
@@ -138,10 +140,16 @@ class _Part:
 
 def build_compressor(config: CompressionConfig, counter, layout: Layout) -> TrajectoryCompressor:
     """The compressor for a run, its summarizer behind the summary cache when that is worth it."""
-    summarizer = make_summarizer(config.summarizer, config, counter)
-    if config.cache and summarizer.cacheable:
-        summarizer = CachedSummarizer(summarizer, SummaryCache(layout.cache))
-    return TrajectoryCompressor(config, counter, summarizer)
+    return build_core(config, counter, layout.cache)
+
+
+def build_rows(config: CompressionConfig, counter, layout: Layout) -> TrajectoryCompressor | WorkerPool:
+    """What a run's rows go through: the compressor in this process, or `processing.num_workers`
+    worker processes each with its own (see workers.py)."""
+    workers = worker_count(config)
+    if workers == 1:
+        return build_compressor(config, counter, layout)
+    return WorkerPool(config, counter, layout.cache, workers)
 
 
 _END = object()
@@ -185,9 +193,10 @@ async def ordered_map(
 
 
 class Runner:
-    """One run over many files with one compressor."""
+    """One run over many files with one compressor, or one pool of worker processes."""
 
-    def __init__(self, config: CompressionConfig, compressor: TrajectoryCompressor, layout: Layout, options: RunOptions):
+    def __init__(self, config: CompressionConfig, compressor: TrajectoryCompressor | WorkerPool, layout: Layout,
+                 options: RunOptions):
         self.config = config
         self.compressor = compressor
         self.layout = layout
@@ -353,6 +362,7 @@ class Runner:
             rows_from_checkpoint=self.resumed_rows,
             selection=self.options.selection.as_dict(),
             max_rows_running=self.max_running,
+            workers=self.compressor.workers if isinstance(self.compressor, WorkerPool) else 1,
         )
         return from_aggregate(
             aggregate,

@@ -114,6 +114,7 @@ class Processing:
     rows_from_checkpoint: int = 0
     selection: dict[str, Any] = field(default_factory=dict)
     max_rows_running: int | None = field(default=None, metadata=_OMIT)
+    workers: int | None = field(default=None, metadata=_OMIT)  # the local engine's processes compressing rows
     engine: str | None = field(default=None, metadata=_OMIT)  # "ray"; None: the local engine
     ray_actors: int | None = field(default=None, metadata=_OMIT)
 
