@@ -209,6 +209,7 @@ class Run:
     seconds: float  # the run itself (trajcomp's report), or the wall time with start-up (reference)
     calls: int
     max_in_flight: int
+    tokenizer_chars: int | None = None  # what trajcomp's tokenizer encoded (its report)
 
 
 def run_trajcomp(s: Setup, src: Path, target: int, suffix: str = ".jsonl", latency: float | None = None,
@@ -220,7 +221,8 @@ def run_trajcomp(s: Setup, src: Path, target: int, suffix: str = ".jsonl", laten
         report = json.loads((Path(tmp) / "out_metrics.json").read_text())
         stats = server_stats(s)
     rows = report["rows"]["read"]
-    return Run(m, rows, report["processing"]["duration_seconds"], stats["requests"], stats["max_in_flight"])
+    return Run(m, rows, report["processing"]["duration_seconds"], stats["requests"], stats["max_in_flight"],
+               report["processing"].get("tokenizer_chars"))
 
 
 def run_reference(s: Setup, src: Path, target: int, latency: float | None = None) -> Run:
@@ -272,9 +274,22 @@ def limit_alongside(s: Setup, limits: list[Measurement]) -> float:
 
 
 def summarizer_bound(s: Setup) -> list[Figure]:
-    """At the given latency (CPU the likely bound), then at one long enough that C/L is the bound."""
+    """At the given latency (CPU the likely bound), then at one long enough that C/L is the bound;
+    and how much text the tokenizer encoded in the first against the rows' own."""
     figure, s.bound_runs = _summarizer_bound(s, s.args.latency)  # the memory figure's N-row runs
-    return [figure, _summarizer_bound(s, s.args.endpoint_latency)[0]]
+    return [figure, _summarizer_bound(s, s.args.endpoint_latency)[0], tokenizer_input(s, s.bound_runs[0])]
+
+
+def tokenizer_input(s: Setup, run: Run) -> Figure:
+    """Characters the training tokenizer encoded in a run where every row is summarized, per character of
+    the rows' turns: 1.0 would be each row counted once and nothing encoded again."""
+    text = sum(len(t) for r in s.rows for t in bench_data.turn_texts(r))
+    ratio = run.tokenizer_chars / text if run.tokenizer_chars else None
+    return Figure(
+        "Tokenizer input, summarizer-bound run (every row summarized)", f"{ratio:.2f}x the rows' text" if ratio else "-",
+        "1.0: each row's turns encoded once", ratio, "<= 1.15", ratio is not None and ratio <= 1.15,
+        note=f"{run.tokenizer_chars or 0:,} characters encoded for {text:,} characters of turns",
+    )
 
 
 def _summarizer_bound(s: Setup, latency: float) -> tuple[Figure, tuple[Run, Run]]:

@@ -207,8 +207,9 @@ def test_deterministic(counter):
     assert summarizer.summarize_sync(SummaryRequest(tuple(list(turns)), 300)).text == text
     assert asyncio.run(summarizer.summarize(request)).text == text
     assert asyncio.run(summarizer.summarize(request)).api_calls == 0
-    # The items take the whole length asked for: the compressor has already kept the index's room.
-    assert text == summarize(counter, turns, 300) and 250 < tokens(counter, text) <= 300
+    # The items take the whole length asked for (the compressor has already kept the index's room):
+    # more than the half its own reservation for the index used to leave them.
+    assert text == summarize(counter, turns, 300) and 300 // 2 < tokens(counter, text) <= 300
 
 
 def test_registered_by_name(bpe_tokenizer):

@@ -262,7 +262,7 @@ def test_llamafactory_strategy_reaches_every_decision_with_alternation_kept():
     seen: set[Decision] = set()
     merged = observation_start = False
 
-    @settings(max_examples=300, deadline=None, database=None, derandomize=True)
+    @settings(max_examples=1500, deadline=None, database=None, derandomize=True)
     @given(cases(llamafactory_roles()))
     def collect(case):
         nonlocal merged, observation_start

@@ -77,14 +77,10 @@ class _Attempt:
     text_tokens: int  # of the summarizer's own text
     sourced: _Sourced
     region: _Region
-    budget: int  # the body's
-
-    @property
-    def overshot(self) -> bool:
-        """Whether the summary turn is over its budget because the summarizer wrote more than its room.
-        (Within the budget, a long summary only crowds the index out: asking again would not shorten
-        the row, since the index fills what a shorter summary leaves.)"""
-        return self.body_tokens > self.budget and self.text_tokens > self.region.room
+    # The summary turn is over its budget because the summarizer wrote more than its room. (Within the
+    # budget a long summary only crowds the index out: asking again would not shorten the row, since
+    # the index fills what a shorter summary leaves.)
+    overshot: bool
 
 
 @dataclass
@@ -220,7 +216,7 @@ class TrajectoryCompressor:
             deficit = last.tokens - target
             if last.overshot:  # ask for less, as much less as it overshot
                 stated = max(1, request.stated * region.room * 9 // (last.text_tokens * 10))
-                deficit -= last.body_tokens - last.budget
+                deficit -= last.body_tokens - self._body_budget
             if deficit > 0:
                 more += deficit
                 wider = self._plan(turns, measured, fmt, more)
@@ -244,7 +240,8 @@ class TrajectoryCompressor:
             tokens = kept + sum(changed_counts)
         else:
             tokens = (await self._measure(out, fmt, fmt.turns(out), costs_above=None)).total
-        return _Attempt(out, tokens, p, body, body_tokens, text_tokens, sourced, region, self._body_budget)
+        overshot = body_tokens > self._body_budget and text_tokens > region.room
+        return _Attempt(out, tokens, p, body, body_tokens, text_tokens, sourced, region, overshot)
 
     def _text_costs(self, measured: Measured, p: Plan) -> tuple[int, ...] | None:
         """The region's turns' token counts, when counting was by turns (a template's costs hold its markup too)."""

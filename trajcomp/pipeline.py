@@ -363,6 +363,7 @@ class Runner:
             selection=self.options.selection.as_dict(),
             max_rows_running=self.max_running,
             workers=self.compressor.workers if isinstance(self.compressor, WorkerPool) else 1,
+            tokenizer_chars=None if isinstance(self.compressor, WorkerPool) else self.compressor.counter.chars,
         )
         return from_aggregate(
             aggregate,

@@ -115,6 +115,9 @@ class Processing:
     selection: dict[str, Any] = field(default_factory=dict)
     max_rows_running: int | None = field(default=None, metadata=_OMIT)
     workers: int | None = field(default=None, metadata=_OMIT)  # the local engine's processes compressing rows
+    # Characters the training tokenizer encoded in this process (one worker: the whole run): the rows'
+    # text, and what summarizing encodes again. A diagnostic, not a figure of the rows.
+    tokenizer_chars: int | None = field(default=None, metadata=_OMIT)
     engine: str | None = field(default=None, metadata=_OMIT)  # "ray"; None: the local engine
     ray_actors: int | None = field(default=None, metadata=_OMIT)
 

@@ -13,6 +13,7 @@ import asyncio
 import bisect
 import os
 import socket
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -51,6 +52,10 @@ class TokenCounter:
         self._backend.no_truncation()
         self.info = TokenizerInfo(name_or_path, type(tokenizer).__name__, len(tokenizer))
         self._coalesced = CoalescingCounter(self.count)  # one call a batch; a lone row over MAX_CHARS split
+        # Characters encoded so far, counted or with offsets: how much tokenizer work a run did, against
+        # its rows' own text (the report's processing.tokenizer_chars; make bench prints the ratio).
+        self.chars = 0
+        self._chars_lock = threading.Lock()
         # count()'s large calls, one part per core at once (threads start on first use)
         self._threads = ThreadPoolExecutor(BATCHES_AT_ONCE, thread_name_prefix="trajcomp-count-large")
 
@@ -71,7 +76,10 @@ class TokenCounter:
 
     def encode(self, texts: Sequence[str]) -> list[Any]:
         """Encodings (ids and character offsets) of `texts`, no special tokens added, in one batched call."""
-        return self._backend.encode_batch(list(texts), add_special_tokens=False) if texts else []
+        if not texts:
+            return []
+        self._tally(texts)
+        return self._backend.encode_batch(list(texts), add_special_tokens=False)
 
     def count(self, texts: Sequence[str]) -> list[int]:
         """Token counts of `texts`: one batched call, or for many texts one per core at once."""
@@ -83,8 +91,14 @@ class TokenCounter:
     def _count(self, texts: list[str]) -> list[int]:
         # encode_batch_fast: the same tokens without character offsets, and encodings that free
         # quicker, under the GIL; len(e), not len(e.ids), which builds a Python list of every id.
+        self._tally(texts)
         encodings = self._backend.encode_batch_fast(texts, add_special_tokens=False)
         return [len(e) for e in encodings]
+
+    def _tally(self, texts: Sequence[str]) -> None:
+        n = sum(map(len, texts))
+        with self._chars_lock:
+            self.chars += n
 
     async def acount(self, texts: Sequence[str]) -> list[int]:
         """`count` off the event loop, in one call together with the other rows' requests meanwhile."""

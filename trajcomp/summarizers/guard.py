@@ -12,6 +12,7 @@ from ..tokens import TokenCounter
 
 MARKER = "\n[... {n} tokens left out ...]\n"
 MIN_KEPT = 48  # tokens of a turn always sent: its opening and closing lines say what it was
+JOIN_SLACK = 2  # tokens a cut's two joins may add to its parts' counts (a word the marker splits)
 
 
 def fit_turns(turns: Sequence[Turn], room: int, counter: TokenCounter, costs: Sequence[int] | None = None) -> list[str]:
@@ -24,14 +25,14 @@ def fit_turns(turns: Sequence[Turn], room: int, counter: TokenCounter, costs: Se
     # even that would not fit (the request would be refused).
     floor = MIN_KEPT if sum(min(c, MIN_KEPT) for c in whole) <= room else 1
     for pool in ([i for i, t in enumerate(turns) if t.role == "tool"], list(range(len(turns)))):
-        for _ in range(3):  # the cuts can merge tokens: measure the cut turns again and tighten
+        for _ in range(3):  # a cut's cost is an estimate, on the safe side: tighten while it says over
             over = sum(costs) - room
             if over <= 0:
                 return texts
             cap = _cap([costs[i] for i in pool], sum(costs[i] for i in pool) - over, floor)
             cut = [i for i in pool if costs[i] > cap]
-            elided = _elide([turns[i].text for i in cut], cap, [whole[i] for i in cut], counter)
-            for i, text, n in zip(cut, elided, counter.count(elided)):
+            elided, estimates = _elide([turns[i].text for i in cut], cap, [whole[i] for i in cut], counter)
+            for i, text, n in zip(cut, elided, estimates):
                 texts[i], costs[i] = text, n
     return texts  # even the shortest form is over: the caller's limit is below the fixed parts
 
@@ -48,14 +49,16 @@ def _cap(costs: list[int], allowed: int, floor: int) -> int:
     return low
 
 
-def _elide(texts: list[str], keep: int, totals: list[int], counter: TokenCounter) -> list[str]:
+def _elide(texts: list[str], keep: int, totals: list[int], counter: TokenCounter) -> tuple[list[str], list[int]]:
     """Each text (of `totals` tokens) cut to about `keep` tokens: its beginning (3/4) and end (1/4), a
-    marker between. Batched: a round's cuts share their tokenizer calls instead of making their own."""
+    marker between; and each one's tokens. Batched: a round's cuts share their tokenizer calls. A cut
+    text is not counted again: its parts' tokens are known (the edges fall on the whole text's token
+    boundaries), and JOIN_SLACK covers what the joins around the marker may add."""
     markers = counter.count([MARKER.format(n=total) for total in totals])
     kept = [max(2, keep - cost) for cost in markers]
     heads = [k * 3 // 4 for k in kept]
     tails = [k - h for k, h in zip(kept, heads)]
-    out = list(texts)
+    out, costs = list(texts), list(totals)
     cut = [i for i, total in enumerate(totals) if heads[i] + tails[i] < total]  # the others stay whole
     head_ends = _edges([texts[i] for i in cut], [heads[i] for i in cut], [totals[i] for i in cut], counter, False)
     tail_starts = _edges([texts[i] for i in cut], [tails[i] for i in cut], [totals[i] for i in cut], counter, True)
@@ -63,7 +66,8 @@ def _elide(texts: list[str], keep: int, totals: list[int], counter: TokenCounter
         if head_end < tail_start:
             left_out = totals[i] - heads[i] - tails[i]
             out[i] = texts[i][:head_end] + MARKER.format(n=left_out) + texts[i][tail_start:]
-    return out
+            costs[i] = heads[i] + markers[i] + tails[i] + JOIN_SLACK
+    return out, costs
 
 
 def _edges(texts: list[str], tokens: list[int], totals: list[int], counter: TokenCounter, from_end: bool) -> list[int]:
