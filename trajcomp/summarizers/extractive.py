@@ -34,7 +34,7 @@ SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n")
 GOAL, ACTION, USER, ERRORS, FILES, REASONING, IDENTIFIERS = range(-1, 6)
 MAX_ITEM_CHARS = 400
 MAX_LIST = 12
-# The handoff section each kind of fact goes under (the goal is the user's latest request's gist).
+# The handoff section each kind of fact goes under (the Goal item is the row's first request's gist).
 SECTION = {
     ACTION: "Completed Actions", USER: "Critical Context", ERRORS: "Critical Context",
     FILES: "Relevant Files", REASONING: "Active State", IDENTIFIERS: "Critical Context",
