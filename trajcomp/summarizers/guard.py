@@ -31,7 +31,8 @@ def fit_turns(turns: Sequence[Turn], room: int, counter: TokenCounter, costs: Se
                 return texts
             cap = _cap([costs[i] for i in pool], sum(costs[i] for i in pool) - over, floor)
             cut = [i for i in pool if costs[i] > cap]
-            elided, estimates = _elide([turns[i].text for i in cut], cap, [whole[i] for i in cut], counter)
+            # cut to the cap less the joins' slack, so that each estimate is the cap: one round, not three
+            elided, estimates = _elide([turns[i].text for i in cut], cap - JOIN_SLACK, [whole[i] for i in cut], counter)
             for i, text, n in zip(cut, elided, estimates):
                 texts[i], costs[i] = text, n
     return texts  # even the shortest form is over: the caller's limit is below the fixed parts
