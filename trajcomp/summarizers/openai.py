@@ -96,7 +96,7 @@ class OpenAISummarizer(Summarizer):
         )
         self.policy = RetryPolicy(config.max_retries, config.retry_delay)
         self.prompt_templates = _prompt_templates(config.prompt_file)
-        self.prefix = getattr(config, "summary_prefix", DEFAULT_PREFIX)
+        self.prefix = config.summary_prefix
         # Room enough that a summary a model makes longer than asked is not cut (finish_reason: length).
         self.max_tokens = 2 * config.summary_target_tokens
         self.max_input_tokens = config.max_input_tokens or DEFAULT_CONTEXT - self.max_tokens
