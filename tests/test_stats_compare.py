@@ -384,6 +384,20 @@ def test_compare_text_table(two_reports):
     assert len({len(line) for line in res.stdout.splitlines()[3:]}) == 1, "columns are aligned"
 
 
+def test_a_schema_2_report_from_before_the_training_signal_shows_it_as_missing(two_reports, tmp_path):
+    """assistant_tokens_kept and human_turns_cut came after schema 2: such a report shows `-`, never 0."""
+    a = json.loads(two_reports[0].read_text(encoding="utf-8"))
+    old = {k: v for k, v in a.items() if k not in ("assistant_tokens_kept", "human_turns_cut")}
+    assert old["schema_version"] == 2
+    old_path = tmp_path / "before_metrics.json"
+    old_path.write_text(json.dumps(old))
+    res = run_cli("compare", str(two_reports[0]), str(old_path))
+    assert_ok(res)
+    kept, cut = a["assistant_tokens_kept"]["mean"], a["human_turns_cut"]["turns"]
+    assert cells(res.stdout, "assistant tokens kept (mean)") == [f"{kept:.4f}", "-", "-", "-"]
+    assert cells(res.stdout, "user turns cut") == [f"{cut:,}", "-", "-", "-"]
+
+
 def test_compare_three_reports_with_an_older_one_missing_keys(two_reports, tmp_path):
     old = json.loads(two_reports[0].read_text(encoding="utf-8"))
     for key in ("schema_version", "lengths", "statuses", "worst_rows", "identifier_retention", "passes"):
