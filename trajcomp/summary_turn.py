@@ -98,7 +98,8 @@ def sections(text: str) -> dict[str, str]:
             line = f"**{header[1].strip()}**"
         found.setdefault(current, []).append(line)
     found.pop("Active Task", None)
-    return {name: "\n".join(lines).strip() for name, lines in found.items() if "\n".join(lines).strip()}
+    joined = {name: "\n".join(lines).strip() for name, lines in found.items()}
+    return {name: text for name, text in joined.items() if text}
 
 
 def _numbered(messages: Sequence[str]) -> str:
