@@ -151,7 +151,7 @@ def test_api_key_is_sent_as_bearer_and_written_nowhere(runs):
     for row in compressed:
         (summary,) = summary_turns(row)
         assert answer_of(summary) == KEYED_ANSWER.replace(KEY, REDACTED)
-    assert "out_metrics.json" in run.files() and "out_summary_cache.sqlite" in run.files()
+    assert "out_metrics.json" in run.files() and "out_summary_cache" in run.files()
     assert KEY not in run.result.stdout and KEY not in run.result.stderr
     # The text report names the summarizer and tells the summaries' calls from this run's requests.
     assert f"openai: {N_OVER} API calls, 0 errors, {N_OVER} HTTP requests by this run\n" in run.result.stdout

@@ -133,7 +133,7 @@ class Run:
 
     @property
     def cache(self) -> Path:
-        return self.sibling("_summary_cache.sqlite")
+        return self.sibling("_summary_cache")
 
 
 def base_args(inp: Path, out: Path, tokenizer: Path, base_url: str) -> list[str]:

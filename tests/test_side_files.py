@@ -58,9 +58,9 @@ def test_layout_names_every_side_file_after_the_output_when_a_sibling_type_exist
     src = write_lines(tmp_path / "in.jsonl", hermes_rows(1, seed=1))
     alone = resolve([str(src)], tmp_path / "o1.jsonl.gz", CompressionConfig())
     assert [p.name for p in (alone.report, alone.rejects, alone.cache)] == \
-        ["o1_metrics.json", "o1_rejects.jsonl", "o1_summary_cache.sqlite"]
+        ["o1_metrics.json", "o1_rejects.jsonl", "o1_summary_cache"]
     (tmp_path / "o1.parquet").write_bytes(b"")  # another output of the same stem, another type
     beside = resolve([str(src)], tmp_path / "o1.jsonl.gz", CompressionConfig())
     assert [p.name for p in (beside.report, beside.rejects, beside.cache, beside.work)] == \
-        ["o1.jsonl.gz_metrics.json", "o1.jsonl.gz_rejects.jsonl", "o1.jsonl.gz_summary_cache.sqlite",
+        ["o1.jsonl.gz_metrics.json", "o1.jsonl.gz_rejects.jsonl", "o1.jsonl.gz_summary_cache",
          ".o1.jsonl.gz.trajcomp-work"]

@@ -207,7 +207,7 @@ def test_kill_9_of_the_main_process_leaves_no_worker_and_the_rerun_gives_the_sam
         proc.wait()
         assert wait_gone(spawned) == [], "workers outlived their killed main process"  # they see its pipes close
         assert not out.exists()
-        paid = cached_summaries(out.parent / "out_summary_cache.sqlite")  # by both workers, into one file
+        paid = cached_summaries(out.parent / "out_summary_cache")  # by both workers, into one file
         thaw(server)
         result = run_cli(*args(dataset, out, bpe_tokenizer, server.base_url, "--workers", "2"))
         assert result.code == 0, result.stderr

@@ -1,55 +1,119 @@
-"""The summary cache: an SQLite file of summaries by request hash, so a rerun pays for nothing twice."""
+"""The summary cache: a folder of append-only segments that every process of every engine shares.
+
+Each process appends to a segment of its own (`<host>-<pid>-<random>.jsonl`, one line a summary,
+written with one `write` call), so concurrent writers never touch the same file and a killed
+process leaves at worst a torn last line, which readers skip. A reader indexes every segment when
+it opens and reads what others appended since whenever it misses, so a summary another process
+paid for is found too. The folder may be local or on a shared file system (NFS) seen by every node.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
-import sqlite3
+import os
+import secrets
+import socket
+import time
 from pathlib import Path
 from typing import Any
 
 from .summarizers.base import Summarizer, Summary, SummaryRequest
 
-# Seconds a connection waits for another's write to finish: worker processes share the file, each on
-# its own connection (WAL: readers never wait; writers take turns, each commit one small row).
-BUSY_SECONDS = 30.0
+SUFFIX = ".jsonl"
+REFRESH_SECONDS = 1.0  # a miss looks for other processes' new lines at most this often
 
 
-def request_key(parts: dict[str, Any]) -> str:
-    """A stable hash of everything that decides a summary (model, prompt, temperature, max_tokens)."""
-    blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+def _short(key: str) -> int:
+    """The index's key: 64 bits of the request hash (the full hash is checked on every hit)."""
+    return int(key[:16], 16)
 
 
 class SummaryCache:
-    """Summaries with their provenance, committed one by one so a killed run keeps what it paid for."""
+    """Summaries by request hash, each appended as soon as it is paid, so a killed run keeps them."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self._db: sqlite3.Connection | None = None
+        self._index: dict[int, int] = {}  # short key -> segment number << 40 | offset of its line
+        self._segments: list[Path] = []
+        self._read_to: list[int] = []  # bytes of each segment already indexed
+        self._own: int | None = None  # our segment's file descriptor, opened at the first put
+        self._refreshed = 0.0
 
     def open(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, timeout=BUSY_SECONDS)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS summaries (key TEXT PRIMARY KEY, summary TEXT NOT NULL)")
-        self._db.commit()
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._refresh()
 
     def get(self, key: str) -> Summary | None:
-        row = self._db.execute("SELECT summary FROM summaries WHERE key = ?", (key,)).fetchone()
-        return Summary(**json.loads(row[0])) if row else None
+        found = self._lookup(key)
+        if found is None and time.monotonic() - self._refreshed >= REFRESH_SECONDS:
+            self._refresh()
+            found = self._lookup(key)
+        return found
 
     def put(self, key: str, summary: Summary) -> None:
-        value = json.dumps({"text": summary.text, "api_calls": summary.api_calls, "errors": summary.errors})
-        self._db.execute("INSERT OR REPLACE INTO summaries (key, summary) VALUES (?, ?)", (key, value))
-        self._db.commit()
+        value = {"text": summary.text, "api_calls": summary.api_calls, "errors": summary.errors}
+        line = json.dumps({"key": key, "summary": value}, ensure_ascii=False) + "\n"
+        if self._own is None:
+            name = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}{SUFFIX}"
+            self._own = os.open(self.path / name, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.write(self._own, line.encode("utf-8"))  # one call: a kill leaves the line whole or torn, never mixed
 
     def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        if self._own is not None:
+            os.close(self._own)
+            self._own = None
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def _lookup(self, key: str) -> Summary | None:
+        where = self._index.get(_short(key))
+        if where is None:
+            return None
+        entry = self._read_line(self._segments[where >> 40], where & ((1 << 40) - 1))
+        if entry is None or entry.get("key") != key:
+            return None
+        return Summary(**entry["summary"])
+
+    @staticmethod
+    def _read_line(segment: Path, offset: int) -> dict[str, Any] | None:
+        with open(segment, "rb") as f:
+            f.seek(offset)
+            return _parsed(f.readline())
+
+    def _refresh(self) -> None:
+        """Index every segment's lines added since the last refresh (new segments included)."""
+        known = {p.name for p in self._segments}
+        for segment in sorted(self.path.glob("*" + SUFFIX)):
+            if segment.name not in known:
+                self._segments.append(segment)
+                self._read_to.append(0)
+        for number, segment in enumerate(self._segments):
+            self._read_to[number] = self._index_segment(number, segment, self._read_to[number])
+        self._refreshed = time.monotonic()
+
+    def _index_segment(self, number: int, segment: Path, start: int) -> int:
+        """Index whole lines from `start`; returns where the next refresh begins (before a torn line)."""
+        with open(segment, "rb") as f:
+            f.seek(start)
+            offset = start
+            for line in f:
+                if not line.endswith(b"\n"):  # being written, or torn by a kill: read again next time
+                    break
+                entry = _parsed(line)
+                if entry is not None:
+                    self._index.setdefault(_short(entry["key"]), number << 40 | offset)
+                offset += len(line)
+        return offset
+
+
+def _parsed(line: bytes) -> dict[str, Any] | None:
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return None
+    return entry if isinstance(entry, dict) and isinstance(entry.get("key"), str) else None
 
 
 class CachedSummarizer(Summarizer):
@@ -62,7 +126,7 @@ class CachedSummarizer(Summarizer):
         self.hits = 0
 
     async def start(self) -> None:
-        await self.inner.start()  # the endpoint is checked before the cache file is created
+        await self.inner.start()  # the endpoint is checked before the cache folder is created
         self.cache.open()
 
     async def summarize(self, request: SummaryRequest) -> Summary:

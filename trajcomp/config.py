@@ -62,6 +62,7 @@ class CompressionConfig:
     max_input_tokens: int | None = None  # None: 8192 minus the answer's max_tokens
     summary_tokenizer: str | None = None  # the summary model's tokenizer folder, for the input guard
     cache: bool = True
+    cache_dir: str | None = None  # the summary cache's folder; None: beside the output (paths.py)
     summary_style: str = "prose"  # prose, or handoff: the Markdown sections an agent's own compaction writes
     # output
     summary_prefix: str = DEFAULT_PREFIX  # opens the summary turn
@@ -131,6 +132,7 @@ LAYOUT: dict[str, dict[str, str]] = {
         "max_input_tokens": "max_input_tokens",
         "tokenizer": "summary_tokenizer",
         "cache": "cache",
+        "cache_dir": "cache_dir",
         "style": "summary_style",
     },
     "output": {
@@ -282,7 +284,7 @@ def fields_from_mapping(data: Any, source: str) -> dict[str, Any]:
 
 def _resolve_relative_paths(values: dict[str, Any], base: Path) -> None:
     # "./x" and "../x" in a config file mean "beside this file", so configs travel with their data.
-    for name in ("tokenizer_name", "prompt_file", "chat_template", "summary_tokenizer"):
+    for name in ("tokenizer_name", "prompt_file", "chat_template", "summary_tokenizer", "cache_dir"):
         value = values.get(name)
         if isinstance(value, str) and value.startswith(("./", "../")):
             values[name] = str((base / value).resolve())

@@ -211,8 +211,13 @@ def _folder_output(inputs: list[str], found: Inputs, output, config, output_form
                           f"(it is {config.metrics_output_file!r})")
     return Layout(
         jobs, report, out_dir / "rejects.jsonl",
-        out_dir / "summary_cache.sqlite", out_dir / ".trajcomp-work", found.skipped, out_dir,
+        _cache(config, out_dir / "summary_cache"), out_dir / ".trajcomp-work", found.skipped, out_dir,
     )
+
+
+def _cache(config, default: Path) -> Path:
+    """The summary cache's folder: summarization.cache_dir, or one beside the output."""
+    return Path(config.cache_dir) if config.cache_dir else default
 
 
 def _kind(path: Path) -> tuple[str, str]:
@@ -237,7 +242,7 @@ def _single_file(path: Path, output, config, output_format, shard) -> Layout:
         [job],
         out.with_name(side + "_metrics.json"),
         out.with_name(side + "_rejects.jsonl"),
-        out.with_name(side + "_summary_cache.sqlite"),
+        _cache(config, out.with_name(side + "_summary_cache")),
         out.with_name(f".{out.name}.trajcomp-work"),
     )
 

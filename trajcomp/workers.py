@@ -11,8 +11,7 @@ Why plain processes and pipes, not a ProcessPoolExecutor: a pool's process runs 
 time, and a worker must have many rows in flight at once (their summaries wait on the network).
 Processes are spawned, never forked: the main process has threads (tokenizer counting, readers).
 
-The summary cache (one SQLite file, WAL) is opened by every worker on its own connection; writers
-take turns under SQLite's lock, each waiting up to cache.BUSY_SECONDS (see cache.py).
+The summary cache is a folder every worker reads, each appending to a segment of its own (cache.py).
 
 Stopping: workers ignore SIGINT and SIGTERM (a terminal's Ctrl-C and many schedulers signal the
 whole process group) and leave stopping to the main process, which sends each a stop, waits for

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
 from ..rows import Turn
 from ..summary_turn import DEFAULT_PREFIX as SUMMARY_PREFIX  # noqa: F401  (public name)
+
+
+def request_key(parts: dict[str, Any]) -> str:
+    """A stable hash of everything that decides a summary (model, prompt, temperature, max_tokens)."""
+    blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..cache import request_key
 from ..config import ConfigError
 from ..metrics import nearest_rank
 from ..redact import redact
 from ..rows import Turn
 from ..summary_turn import DEFAULT_PREFIX, HANDOFF, PROSE, strip_prefix
-from .base import Summarizer, Summary, SummaryError, SummaryRequest
+from .base import Summarizer, Summary, SummaryError, SummaryRequest, request_key
 from .guard import fit_turns
 from ..tokens import TokenCounter
 from .http import ContextRefusal, Endpoint, Failure, PreflightError, RetryPolicy

@@ -1,0 +1,99 @@
+"""The summary cache's folder of segments: many writers at once, a torn line, other processes' entries."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+from pathlib import Path
+
+from trajcomp import cache as cache_module
+from trajcomp.cache import SummaryCache
+from trajcomp.summarizers.base import Summary, request_key
+
+
+def key(n: int) -> str:
+    return request_key({"n": n})
+
+
+def summary(n: int) -> Summary:
+    return Summary(text=f"summary {n} é\n{'x' * (n % 50)}", api_calls=1 + n % 3, errors=[f"e{n}"] if n % 7 == 0 else [])
+
+
+def _writer(folder: str, first: int, count: int) -> None:
+    cache = SummaryCache(folder)
+    cache.open()
+    for n in range(first, first + count):
+        cache.put(key(n), summary(n))
+    cache.close()
+
+
+def test_concurrent_writers_lose_and_corrupt_nothing(tmp_path: Path):
+    folder = tmp_path / "cache"
+    context = multiprocessing.get_context("spawn")
+    procs = [context.Process(target=_writer, args=(str(folder), 1000 * i, 300)) for i in range(4)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(60)
+        assert proc.exitcode == 0
+    assert len(list(folder.glob("*.jsonl"))) == 4  # a segment per process
+    cache = SummaryCache(folder)
+    cache.open()
+    assert len(cache) == 1200
+    for i in range(4):
+        for n in range(1000 * i, 1000 * i + 300):
+            assert cache.get(key(n)) == summary(n)
+    assert cache.get(key(999)) is None
+
+
+def test_a_torn_line_is_skipped_and_the_rest_found(tmp_path: Path):
+    folder = tmp_path / "cache"
+    _writer(str(folder), 0, 5)
+    segment = next(folder.glob("*.jsonl"))
+    with open(segment, "ab") as f:  # as a process killed in the middle of its write leaves it
+        f.write(b'{"key": "' + key(5).encode() + b'", "summ')
+    cache = SummaryCache(folder)
+    cache.open()
+    assert [cache.get(key(n)) for n in range(6)] == [summary(n) for n in range(5)] + [None]
+    cache.put(key(5), summary(5))  # paid again: into this process's own segment, whole
+    cache.close()
+    again = SummaryCache(folder)
+    again.open()
+    assert again.get(key(5)) == summary(5)
+
+
+def test_a_summary_another_process_writes_later_is_found(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(cache_module, "REFRESH_SECONDS", 0.0)
+    folder = tmp_path / "cache"
+    reader = SummaryCache(folder)
+    reader.open()
+    assert reader.get(key(1)) is None
+    _writer(str(folder), 1, 1)  # another process's segment, made after the reader opened
+    assert reader.get(key(1)) == summary(1)
+
+
+def _slow_writer(folder: str) -> None:
+    cache = SummaryCache(folder)
+    cache.open()
+    n = 0
+    while True:
+        cache.put(key(n), summary(n))
+        n += 1
+
+
+def test_a_writer_killed_mid_run_leaves_a_readable_cache(tmp_path: Path):
+    folder = tmp_path / "cache"
+    proc = multiprocessing.get_context("spawn").Process(target=_slow_writer, args=(str(folder),))
+    proc.start()
+    deadline = time.monotonic() + 30
+    while not list(folder.glob("*.jsonl")) or next(folder.glob("*.jsonl")).stat().st_size < 200_000:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.join()
+    cache = SummaryCache(folder)
+    cache.open()
+    assert len(cache) > 100
+    assert all(cache.get(key(n)) == summary(n) for n in range(len(cache)))
