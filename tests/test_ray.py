@@ -1,16 +1,21 @@
-"""The Ray Data engine on a real local Ray instance: the same rows, rejects and report counts as the local engine.
+"""The Ray engine on a real cluster of two nodes (two `ray start`, one CPU each, on this machine):
+the same bytes, rejects and report sums as the local engine, resume after the driver's SIGKILL,
+an actor killed mid-run, the same selection; and the Python API on Ray Data.
 
-Ray's start-up is slow, so the module shares one `ray.init(num_cpus=2)`; the CLI runs as a real
-subprocess joining it with --ray-address. Each CLI run is compared with one local run of the same input.
+Ray's start-up is slow, so the module shares one cluster; the CLI runs as a real subprocess
+joining it with --ray-address.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import logging
+import os
+import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,6 +26,7 @@ import ray
 from conftest import ROOT, SAMPLES, read_jsonl, run_cli, write_jsonl
 from openai_server import ServerThread
 from test_openai_summarizer import MODEL, NO_KEY_ENV, SUMMARY_TARGET, TARGET, hermes_rows
+from test_resume import args as resume_args, cached_summaries, freeze, hermes_row, start, thaw, wait_for_parts
 from trajcomp.compressor import TrajectoryCompressor
 from trajcomp.config import load_config
 import trajcomp.ray as trajcomp_ray
@@ -35,13 +41,53 @@ BAD = [
 ]
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ray_start(*flags: str) -> subprocess.Popen:
+    """A Ray node in the foreground (--block), so that stopping it stops just this node."""
+    ray_bin = Path(sys.executable).with_name("ray")
+    return subprocess.Popen([str(ray_bin), "start", "--block", "--num-cpus", "1", "--disable-usage-stats", *flags],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+
 @pytest.fixture(scope="module")
-def cluster():
-    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+def cluster(tmp_path_factory):
+    """Two nodes of one CPU each, separate raylets as two machines would have; this process joins as a driver."""
+    port = _free_port()
+    temp = tmp_path_factory.mktemp("ray")
+    nodes = [_ray_start("--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--include-dashboard=false",
+                        "--temp-dir", str(temp))]
+    address = f"127.0.0.1:{port}"
     try:
-        yield ray.get_runtime_context().gcs_address
+        deadline = time.monotonic() + 120
+        while not _alive(address, 1):
+            assert time.monotonic() < deadline, "the head node did not start"
+            time.sleep(1)
+        nodes.append(_ray_start("--address", address, "--node-ip-address", "127.0.0.1"))
+        while not _alive(address, 2):
+            assert time.monotonic() < deadline, "the second node did not join"
+            time.sleep(1)
+        ray.init(address=address, logging_level="WARNING")
+        yield address
     finally:
         ray.shutdown()
+        for node in reversed(nodes):
+            os.killpg(node.pid, signal.SIGTERM)
+        for node in nodes:
+            try:
+                node.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(node.pid, signal.SIGKILL)
+
+
+def _alive(address: str, nodes: int) -> bool:
+    code = f"import ray; ray.init(address={address!r}, logging_level='ERROR'); " \
+           f"raise SystemExit(sum(n['Alive'] for n in ray.nodes()) < {nodes})"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60).returncode == 0
 
 
 def _rows(name: str, n: int) -> list[dict]:
@@ -59,8 +105,8 @@ def jsonl_inputs(tmp_path_factory) -> Path:
     return folder
 
 
-def _local(inputs: Path, out: Path) -> dict:
-    result = run_cli("compress", str(inputs), "-c", str(CONFIG), "-o", str(out), "-q", "--no-cache")
+def _local(inputs: Path, out: Path, *more: str) -> dict:
+    result = run_cli("compress", str(inputs), "-c", str(CONFIG), "-o", str(out), "-q", "--no-cache", *more)
     assert result.code == 0, result.stderr
     return json.loads(out.with_name(out.stem + "_metrics.json").read_text() if out.suffix else
                       (out / "compression_metrics.json").read_text())
@@ -68,7 +114,7 @@ def _local(inputs: Path, out: Path) -> dict:
 
 def _ray(inputs: Path, out: Path, address: str, *more: str) -> dict:
     result = run_cli("compress", str(inputs), "-c", str(CONFIG), "-o", str(out), "--engine", "ray",
-                     "--ray-address", address, "--json", *more, timeout=240)
+                     "--ray-address", address, "--json", "--no-cache", *more, timeout=240)
     assert result.code == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -80,66 +126,116 @@ def _same_report(ray_report: dict, local_report: dict) -> None:
     assert ray_report["config"] == local_report["config"]
 
 
+def _same_files(ray_out: Path, local_out: Path) -> None:
+    """Every file the Ray run wrote (rows, rejects, beside or inside the output) has the local run's bytes."""
+    def written(out: Path) -> dict[str, bytes]:
+        if out.is_dir():
+            return {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*")
+                    if p.is_file() and "metrics" not in p.name}
+        return {p.name.replace(out.stem, "OUT"): p.read_bytes() for p in out.parent.glob(out.stem + "*")
+                if "metrics" not in p.name}
+    assert written(ray_out) == written(local_out)
+
+
 def test_jsonl_file_and_folder_equal_the_local_engine(cluster, jsonl_inputs, tmp_path):
     local = _local(jsonl_inputs, tmp_path / "local")
-    local_bytes = b"".join((tmp_path / "local" / name).read_bytes() for name in ("a.jsonl", "b.jsonl"))
-    local_rejects = read_jsonl(tmp_path / "local" / "rejects.jsonl")
     assert local["rows"]["rejected"] == 3 and local["summary"]["trajectories_compressed"] > 0
+    folder = _ray(jsonl_inputs, tmp_path / "folder", cluster)
+    _same_files(tmp_path / "folder", tmp_path / "local")
+    _same_report(folder, local)
+    assert folder["processing"]["ray_actors"] == 2 and folder["processing"]["ray_nodes"] == 2  # one actor a node
 
-    one = _ray(jsonl_inputs, tmp_path / "one.jsonl", cluster)
-    assert (tmp_path / "one.jsonl").read_bytes() == local_bytes  # one file: the same bytes, in input order
-    assert read_jsonl(tmp_path / "one_rejects.jsonl") == local_rejects
-    assert json.loads((tmp_path / "one_metrics.json").read_text()) == one
-    _same_report(one, local)
-
-    parts = _ray(jsonl_inputs, tmp_path / "parts", cluster, "--ray-concurrency", "1")
-    written = sorted(p.name for p in (tmp_path / "parts").iterdir())
-    assert "compression_metrics.json" in written and "rejects.jsonl" in written
-    lines = b"".join((tmp_path / "parts" / n).read_bytes() for n in written if n.startswith("part-"))
-    assert sorted(lines.splitlines()) == sorted(local_bytes.splitlines())  # Ray's part files: the same rows
-    key = lambda r: (r["source"], r["line"])  # noqa: E731
-    assert sorted(read_jsonl(tmp_path / "parts" / "rejects.jsonl"), key=key) == sorted(local_rejects, key=key)
-    _same_report(parts, local)
+    _local(jsonl_inputs / "a.jsonl", tmp_path / "l" / "one.jsonl")
+    one = _ray(jsonl_inputs / "a.jsonl", tmp_path / "r" / "one.jsonl", cluster, "--ray-concurrency", "1")
+    _same_files(tmp_path / "r" / "one.jsonl", tmp_path / "l" / "one.jsonl")
+    assert json.loads((tmp_path / "r" / "one_metrics.json").read_text()) == one
 
 
-def test_parquet_file_and_folder_equal_the_local_engine(cluster, tmp_path):
+def test_parquet_equals_the_local_engine(cluster, tmp_path):
     rows = _rows("hermes_coding_runs.jsonl", 8)
     src = tmp_path / "in.parquet"
     pq.write_table(pa.Table.from_pylist(rows), src, row_group_size=3)
     local = _local(src, tmp_path / "local.parquet")
-    expected = pq.read_table(tmp_path / "local.parquet")
-
     one = _ray(src, tmp_path / "one.parquet", cluster)
-    got = pq.read_table(tmp_path / "one.parquet")
+    expected, got = pq.read_table(tmp_path / "local.parquet"), pq.read_table(tmp_path / "one.parquet")
     assert got.schema == expected.schema and got.to_pylist() == expected.to_pylist()
     _same_report(one, local)
 
-    parts = _ray(src, tmp_path / "parts", cluster)
-    tables = [pq.read_table(p) for p in sorted((tmp_path / "parts").glob("part-*.parquet"))]
-    assert tables and all(t.schema == expected.schema for t in tables)  # the parts read back as one dataset
-    got = pa.concat_tables(tables).to_pylist()
-    assert sorted(got, key=lambda r: r["id"]) == sorted(expected.to_pylist(), key=lambda r: r["id"])
-    _same_report(parts, local)
+
+def test_selection_flags_take_the_same_rows_as_the_local_engine(cluster, jsonl_inputs, tmp_path):
+    flags = ("--sample-percent", "70", "--seed", "3", "--num-shards", "2", "--shard-index", "1", "--limit", "5")
+    local = _local(jsonl_inputs, tmp_path / "local", *flags)
+    assert 0 < local["rows"]["read"] and local["processing"]["selection"]["limit"] == 5
+    on_ray = _ray(jsonl_inputs, tmp_path / "ray", cluster, *flags)
+    _same_files(tmp_path / "ray", tmp_path / "local")
+    _same_report(on_ray, local)
+
+
+def _openai_flags(tok: Path, url: str) -> tuple[str, ...]:
+    return ("--tokenizer", str(tok), "--target-max-tokens", str(TARGET), "--summary-target-tokens",
+            str(SUMMARY_TARGET), "--summarizer", "openai", "--model", MODEL, "--api-key-env", NO_KEY_ENV,
+            "--base-url", url)
 
 
 def test_openai_summaries_from_each_actors_session_equal_the_local_engine(cluster, bpe_tokenizer, tmp_path):
     src = write_jsonl(tmp_path / "in.jsonl", hermes_rows(3, 1))
-    args = ("--tokenizer", str(bpe_tokenizer), "--target-max-tokens", str(TARGET), "--summary-target-tokens",
-            str(SUMMARY_TARGET), "--summarizer", "openai", "--model", MODEL, "--api-key-env", NO_KEY_ENV)
     with ServerThread() as server:
-        local = run_cli("compress", str(src), "-o", str(tmp_path / "local.jsonl"), "--no-cache", "-q",
-                        "--base-url", server.base_url, *args)
+        flags = _openai_flags(bpe_tokenizer, server.base_url)
+        local = run_cli("compress", str(src), "-o", str(tmp_path / "local.jsonl"), "--no-cache", "-q", *flags)
         assert local.code == 0, local.stderr
         server.reset()
-        one = run_cli("compress", str(src), "-o", str(tmp_path / "one.jsonl"), "--engine", "ray", "--json",
-                      "--ray-address", cluster, "--base-url", server.base_url, *args, timeout=240)
+        one = run_cli("compress", str(src), "-o", str(tmp_path / "one.jsonl"), "--engine", "ray", "--json", "--no-cache",
+                      "--ray-address", cluster, *flags, timeout=240)
         assert one.code == 0, one.stderr
         stats = server.stats
     assert (tmp_path / "one.jsonl").read_bytes() == (tmp_path / "local.jsonl").read_bytes()
     report = json.loads(one.stdout)
     _same_report(report, json.loads((tmp_path / "local_metrics.json").read_text()))
     assert report["summarization"]["api_calls"] == stats.requests == 3
-    assert stats.models_requests == 1 + 2  # the driver's preflight, then one session per actor, opened once
+    assert report["summarization"]["http_requests"] == 3  # the actors' own figures, merged
+    assert stats.models_requests == 2  # one session per actor, opened once (its preflight)
+
+
+def test_driver_killed_with_sigkill_resumes_to_the_same_bytes_paying_no_summary_twice(cluster, bpe_tokenizer, tmp_path):
+    src = write_jsonl(tmp_path / "data.jsonl", [hermes_row(i) for i in range(18)])
+    on_ray = ("--engine", "ray", "--ray-address", cluster)
+    with ServerThread(latency=0.15) as server:
+        ref = tmp_path / "ref" / "out.jsonl"
+        assert run_cli(*resume_args(src, ref, bpe_tokenizer, server.base_url, "--no-cache")).code == 0
+        needed = sum(r["compression_metrics"]["was_compressed"] for r in read_jsonl(ref))
+        assert needed == 18
+        server.reset()
+        out = tmp_path / "run" / "out.jsonl"
+        proc = start(resume_args(src, out, bpe_tokenizer, server.base_url, *on_ray))
+        wait_for_parts(out, 2, proc, timeout=240)
+        freeze(server)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert not out.exists()
+        paid = cached_summaries(out.parent / "out_summary_cache")
+        thaw(server)
+        again = run_cli(*resume_args(src, out, bpe_tokenizer, server.base_url, *on_ray), timeout=240)
+        assert again.code == 0, again.stderr
+    report = json.loads((out.parent / "out_metrics.json").read_text())
+    assert report["processing"]["resumed"] is True and report["processing"]["rows_from_checkpoint"] >= 6
+    assert report["summarization"]["http_requests"] == needed - paid  # what was paid came from the cache
+    assert out.read_bytes() == ref.read_bytes()
+
+
+def test_an_actor_killed_mid_run_loses_and_duplicates_no_row(cluster, bpe_tokenizer, tmp_path):
+    src = write_jsonl(tmp_path / "data.jsonl", [hermes_row(i) for i in range(18)])
+    with ServerThread(latency=0.3) as server:
+        ref = tmp_path / "ref" / "out.jsonl"
+        assert run_cli(*resume_args(src, ref, bpe_tokenizer, server.base_url, "--no-cache")).code == 0
+        out = tmp_path / "run" / "out.jsonl"
+        proc = start(resume_args(src, out, bpe_tokenizer, server.base_url, "--engine", "ray", "--ray-address", cluster))
+        wait_for_parts(out, 1, proc, timeout=240)
+        actors = subprocess.run(["pgrep", "-f", "^ray::_CoreActor"], capture_output=True, text=True).stdout.split()
+        assert len(actors) == 2
+        os.kill(int(actors[0]), signal.SIGKILL)  # Ray restarts it and retries the calls it held
+        _, stderr = proc.communicate(timeout=240)
+        assert proc.returncode == 0, stderr
+    assert out.read_bytes() == ref.read_bytes()
 
 
 async def _core(config, rows):
@@ -172,9 +268,9 @@ def test_nothing_else_imports_ray_and_bad_ray_flags_exit_2(tmp_path):
     code = "import sys, trajcomp, trajcomp.cli, trajcomp.pipeline; assert 'ray' not in sys.modules"
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 0
     src = SAMPLES / "hermes_research_runs.jsonl"
-    no_output = run_cli("compress", str(src), "-c", str(CONFIG), "--engine", "ray")
-    assert no_output.code == 2 and "needs -o" in no_output.stderr
-    limited = run_cli("compress", str(src), "-c", str(CONFIG), "-o", str(tmp_path / "x.jsonl"), "--engine", "ray",
-                      "--limit", "3")
-    assert limited.code == 2 and "--limit" in limited.stderr
-    assert not list(tmp_path.iterdir())
+    bad = run_cli("compress", str(src), "-c", str(CONFIG), "-o", str(tmp_path / "x.jsonl"), "--engine", "spark")
+    assert bad.code == 2 and bad.stderr.count("\n") == 1 and "--engine" in bad.stderr
+    nowhere = run_cli("compress", str(src), "-c", str(CONFIG), "-o", str(tmp_path / "x.jsonl"), "--engine", "ray",
+                      "--ray-address", f"127.0.0.1:{_free_port()}", timeout=120)
+    assert nowhere.code == 2 and "cannot join the Ray cluster" in nowhere.stderr and "Traceback" not in nowhere.stderr
+    assert not (tmp_path / "x.jsonl").exists()

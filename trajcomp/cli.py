@@ -90,6 +90,9 @@ def compress(
         None, help="When no summary can be had: keep (row unchanged, flagged), extractive (offline fallback) or reject."
     ),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the summary cache."),
+    cache_dir: Optional[Path] = typer.Option(
+        None, help="The summary cache's folder, shared by every process and engine (default: beside the output)."
+    ),
     input_format: Optional[str] = typer.Option(None, help="Row schema: auto, sharegpt (conversations) or openai (messages)."),
     output_format: Optional[str] = typer.Option(
         None, help="Output type (.jsonl, .jsonl.gz, .jsonl.zst, .json, .parquet, or hf: a save_to_disk folder); "
@@ -149,40 +152,38 @@ def compress(
             retry_delay=retry_delay,
             on_failure=on_failure,
             cache=False if no_cache else None,
+            cache_dir=str(cache_dir) if cache_dir else None,
             input_format=input_format,
         )
         if shard_index >= num_shards:
             raise ConfigError(f"--shard-index must be below --num-shards ({shard_index} >= {num_shards})")
         shard = (shard_index, num_shards) if num_shards > 1 else None
         selection = Selection(sample_percent, seed, num_shards, shard_index, limit)
-        on_ray = _on_ray(engine, dry_run, selection, restart)
-        if not on_ray:
-            layout = resolve(inputs, output, cfg, _dotted(output_format), shard)
-            options = RunOptions(selection, quiet or as_json, checkpoint_rows, restart)
+        ray = _ray_options(engine, dry_run, ray_address, ray_concurrency)
+        layout = resolve(inputs, output, cfg, _dotted(output_format), shard)
+        options = RunOptions(selection, quiet or as_json, checkpoint_rows, restart)
         counter = TokenCounter.for_config(cfg)
     except (ConfigError, TokenizerLoadError) as exc:
         fail(str(exc))
-    if on_ray:
-        _compress_ray(inputs, output, _dotted(output_format), cfg, counter, ray_address, ray_concurrency, quiet, as_json,
-                      html)
-        return
     if dry_run:
         _dry_run(layout, options, counter, cfg, quiet, as_json)
         return
-    _compress(layout, options, counter, cfg, quiet, as_json, html)
+    _compress(layout, options, counter, cfg, quiet, as_json, html, ray)
 
 
-def _on_ray(engine: str, dry_run: bool, selection, restart: bool) -> bool:
-    """Whether this run goes to Ray (a dry run never summarizes: it stays local); flags Ray cannot honour are errors."""
-    from .selection import Selection
+def _ray_options(engine: str, dry_run: bool, address: str | None, actors: int):
+    """The Ray engine's options, or None for the local engine (a dry run never summarizes: it stays local)."""
+    from .pipeline import RayOptions
 
     if engine not in ("local", "ray"):
         raise ConfigError(f"--engine must be local or ray, got {engine!r}")
     if engine == "local" or dry_run:
-        return False
-    if selection.as_dict() != Selection().as_dict() or restart:
-        raise ConfigError("--engine ray takes no --sample-percent, --seed, --num-shards, --shard-index, --limit or --restart")
-    return True
+        return None
+    try:
+        import ray  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(f"--engine ray needs Ray: pip install 'trajcomp[ray]' ({exc})") from None
+    return RayOptions(address, actors)
 
 
 def _dotted(suffix: str | None) -> str | None:
@@ -208,14 +209,14 @@ def _dry_run(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None:
         typer.echo(render_estimate(result))
 
 
-def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool, html: bool) -> None:
+def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool, html: bool, ray=None) -> None:
     from .pipeline import Runner, SummarizerDown, build_rows
     from .formats.base import InputError
     from .summarizers.http import PreflightError
     from .workers import WorkerDied
 
     try:
-        rows = build_rows(cfg, counter, layout)
+        rows = build_rows(cfg, counter, layout, ray, options.quiet)
         result = asyncio.run(_run_until_stopped(Runner(cfg, rows, layout, options)))
     except (ConfigError, TokenizerLoadError) as exc:  # a bad summarization.tokenizer among them
         fail(str(exc))
@@ -262,26 +263,6 @@ def _finish(report, report_path: Path, quiet: bool, as_json: bool, html: bool, r
     failed = report.summary.trajectories_failed + report.rows.reject_reasons.get("summary_failed", 0)
     if failed:
         fail(f"{failed} rows could not be summarized (see the report); {retry}", EXIT_ROWS_FAILED)
-
-
-def _compress_ray(inputs, output, output_format, cfg, counter, address, concurrency, quiet: bool, as_json: bool,
-                  html: bool) -> None:
-    from .summarizers.http import PreflightError
-
-    try:
-        from . import ray as engine
-    except ImportError as exc:
-        fail(f"--engine ray needs Ray: pip install 'trajcomp[ray]' ({exc})")
-    try:
-        report, paths = engine.compress_files(
-            inputs, output, cfg, output_format=output_format, address=address, concurrency=concurrency,
-            quiet=quiet or as_json, counter=counter,
-        )
-    except ConfigError as exc:
-        fail(str(exc))
-    except (PreflightError, engine.RayRunError) as exc:
-        fail(str(exc), EXIT_FAILED)
-    _finish(report, paths.report, quiet, as_json, html, "rerun into a new output to retry them")
 
 
 class _Terminated(Exception):

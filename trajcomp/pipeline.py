@@ -36,7 +36,7 @@ from .workers import WorkerPool, build_core, worker_count
 # Settings that never change what a run writes (speed, memory, where the endpoint is and how to
 # authenticate to it): a resume may change them, e.g. after the server moved to another port.
 _NOT_IN_OUTPUT = {
-    "num_workers", "max_concurrent_requests", "max_rows_in_memory", "cache", "max_consecutive_failures",
+    "num_workers", "max_concurrent_requests", "max_rows_in_memory", "cache", "cache_dir", "max_consecutive_failures",
     "base_url", "api_key_env",
 }
 
@@ -143,9 +143,22 @@ def build_compressor(config: CompressionConfig, counter, layout: Layout) -> Traj
     return build_core(config, counter, layout.cache)
 
 
-def build_rows(config: CompressionConfig, counter, layout: Layout) -> TrajectoryCompressor | WorkerPool:
-    """What a run's rows go through: the compressor in this process, or `processing.num_workers`
-    worker processes each with its own (see workers.py)."""
+@dataclass(frozen=True)
+class RayOptions:
+    """`--engine ray`: the cluster to join (None: a Ray instance of this machine) and the actors."""
+
+    address: str | None = None
+    actors: int = 2
+
+
+def build_rows(config: CompressionConfig, counter, layout: Layout, ray: RayOptions | None = None,
+               quiet: bool = False) -> TrajectoryCompressor | WorkerPool:
+    """What a run's rows go through: the compressor in this process, `processing.num_workers`
+    worker processes each with its own (see workers.py), or Ray actors (ray.py)."""
+    if ray is not None:
+        from .ray import RayPool  # the [ray] extra, imported only when asked for
+
+        return RayPool(config, counter, layout.cache, ray.actors, ray.address, quiet)
     workers = worker_count(config)
     if workers == 1:
         return build_compressor(config, counter, layout)
@@ -193,9 +206,10 @@ async def ordered_map(
 
 
 class Runner:
-    """One run over many files with one compressor, or one pool of worker processes."""
+    """One run over many files with one compressor, a pool of worker processes or of Ray actors
+    (anything with the row core's start, compress_row and close, a `summarizer` and a `counter`)."""
 
-    def __init__(self, config: CompressionConfig, compressor: TrajectoryCompressor | WorkerPool, layout: Layout,
+    def __init__(self, config: CompressionConfig, compressor: TrajectoryCompressor | WorkerPool | Any, layout: Layout,
                  options: RunOptions):
         self.config = config
         self.compressor = compressor
@@ -345,6 +359,12 @@ class Runner:
             self.layout.rejects.unlink(missing_ok=True)
         return aggregate
 
+    def _engine(self) -> dict[str, Any]:
+        """What compressed the rows, as the report names it: local processes, or Ray actors."""
+        if getattr(self.compressor, "engine", None) == "ray":
+            return {"engine": "ray", "ray_actors": self.compressor.workers, "ray_nodes": len(set(self.compressor.nodes))}
+        return {"workers": getattr(self.compressor, "workers", 1)}
+
     def build_report(self, aggregate: Aggregate, started: datetime, seconds: float) -> Report:
         handled = aggregate.rows_read - self.resumed_rows
         processing = Processing(
@@ -362,8 +382,8 @@ class Runner:
             rows_from_checkpoint=self.resumed_rows,
             selection=self.options.selection.as_dict(),
             max_rows_running=self.max_running,
-            workers=self.compressor.workers if isinstance(self.compressor, WorkerPool) else 1,
-            tokenizer_chars=None if isinstance(self.compressor, WorkerPool) else self.compressor.counter.chars,
+            tokenizer_chars=self.compressor.counter.chars if isinstance(self.compressor, TrajectoryCompressor) else None,
+            **self._engine(),
         )
         return from_aggregate(
             aggregate,

@@ -1,51 +1,37 @@
-"""Ray Data engine: the row core on a pool of Ray actors, for datasets that need many machines.
+"""Ray engine: the row core on Ray actors, for runs that need many machines (the `[ray]` extra).
 
-`compress(ds, config)` maps a Ray Dataset; `compress_files(...)` is `trajcomp compress --engine ray`:
-Ray read tasks -> actors running `TrajectoryCompressor.compress_rows` -> Ray write tasks writing
-part files with trajcomp's own formats -> a report. This is the only module that imports ray
-(the `[ray]` extra).
+`compress(ds, config)` maps a Ray Dataset (Ray Data reads and writes, actors compress).
+`RayPool` is `trajcomp compress --engine ray`: the local engine's run (reading, selection, order,
+checkpoints, resume, the report) with its rows compressed by actors spread over the cluster's
+nodes instead of by local worker processes. This is the only module that imports ray.
 """
 
 from __future__ import annotations
 
 import asyncio
-import io
 import logging
 import os
-import pickle
-import re
-import shutil
-import time
-from dataclasses import dataclass
-from datetime import datetime, timezone
+import socket
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Mapping
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import ray
-from ray.data.datasource import Datasink
-from ray.data.datasource.file_based_datasource import FileBasedDatasource
 
-from . import __version__
 from .compressor import RowResult, TrajectoryCompressor
 from .config import CompressionConfig, ConfigError, as_config
-from .formats import Format, Record, format_for, split_suffix
-from .formats.base import write_json
-from .formats.jsonl import JSONL, parse_line
-from .formats.parquet import BATCH_SIZE, _rows, to_table
+from .formats.parquet import _rows, to_table
 from .hf import METRICS_COLUMN_TYPE, metrics_value
-from .metrics import Aggregate
-from .paths import expand_inputs
-from .pipeline import Rejected, Written, routed
-from .report import Processing, Report, TokenizerInfo, from_aggregate
 from .tokens import TokenCounter
+from .workers import Together, WorkerDied, build_core, shares
 
-SUFFIXES = (".jsonl", ".parquet")  # what Ray reads and writes here
-ACTOR_CPUS = 0.5  # a whole CPU per actor starves Ray's read and write tasks on small machines: the run hangs
-
-# Helper columns of the CLI's dataset: which input file and line a row is, and its pickled result.
-FILE, LINE, RAW, RESULT = "__trajcomp_file", "__trajcomp_line", "__trajcomp_raw", "__trajcomp_result"
+# Actors ask for part of a CPU: a whole one each leaves none for Ray Data's read and write tasks
+# (`compress`) and, on nodes of one CPU, places one actor a node at most.
+ACTOR_CPUS = 0.5
+# A lost actor (its process killed, its node gone) is restarted and its calls retried this many times.
+ACTOR_RESTARTS = 3
+CONNECT_SECONDS = 10.0  # to reach --ray-address before Ray is asked to join it
+STOP_SECONDS = 10.0  # an actor's time to close its summarizer session and hand back its figures
 
 
 def _absolute(config: CompressionConfig) -> CompressionConfig:
@@ -98,43 +84,6 @@ class _Columns(_Actor):
         return table.append_column(pa.field(self.metrics_column, METRICS_COLUMN_TYPE), metrics)
 
 
-class _Records(_Actor):
-    """The CLI's UDF: input records in (JSONL lines or Parquet rows), pickled Written/Rejected out."""
-
-    def __init__(self, config: CompressionConfig, sources: list[str]):
-        super().__init__(config)
-        self.sources = sources
-
-    def __call__(self, batch: pa.Table) -> pa.Table:
-        records = self.records(batch)
-        results = iter(self.compress([r.row for r in records if r.error is None]))
-        out = [Rejected(r, r.error.reason, r.error.detail) if r.error else routed(r, next(results)) for r in records]
-        return pa.table({FILE: batch[FILE], LINE: batch[LINE], RESULT: pa.array(map(_shipped, out), pa.binary())})
-
-    def records(self, batch: pa.Table) -> list[Record]:
-        """The batch's rows as the local engine reads them: JSONL lines parsed here, Parquet rows as they are."""
-        keys = zip(batch[FILE].to_pylist(), batch[LINE].to_pylist())
-        if RAW in batch.column_names:
-            return [parse_line(self.sources[f], n, raw) for (f, n), raw in zip(keys, batch[RAW].to_pylist())]
-        rows = _rows(batch.drop_columns([FILE, LINE]))
-        return [Record(self.sources[f], n, None, row=row) for (f, n), row in zip(keys, rows)]
-
-
-@dataclass(frozen=True)
-class _Reject:
-    """A rejected row as a write task needs it (a Record's RowError does not pickle)."""
-
-    row: dict[str, Any]  # the rejects file's row
-    reason: str
-    metrics: Any
-
-
-def _shipped(result: Written | Rejected) -> bytes:
-    if isinstance(result, Rejected):
-        result = _Reject(result.to_row(), result.reason, result.metrics)
-    return pickle.dumps(result)
-
-
 def _map(ds: "ray.data.Dataset", udf: type, args: tuple, concurrency: int, batch_size: int) -> "ray.data.Dataset":
     # batch_format="pyarrow": nested columns (conversations) as numpy objects do not write back as Parquet.
     return ds.map_batches(
@@ -157,267 +106,107 @@ def compress(
     return _map(ds, _Columns, (cfg, metrics_column), concurrency, batch_size)
 
 
-# ---- reading and writing files ------------------------------------------------------------------
+# ---- the CLI's engine: the local run, rows compressed by actors ----------------------------------
 
 
-class _Inputs(FileBasedDatasource):
-    """JSONL lines (as bytes, parsed by the actors as the local engine parses them) or Parquet rows,
-    each with its input file's index and its line (row) number, for the rejects file and the order."""
+@ray.remote
+class _CoreActor:
+    """A row core on one node: its tokenizer, summarizer session and the cache, many rows in flight."""
 
-    def __init__(self, paths: list[str]):
-        super().__init__(paths, file_extensions=None)
-        self.index = {os.path.abspath(p): i for i, p in enumerate(paths)}
+    def __init__(self, config: CompressionConfig, cache: str | None):
+        self.core = build_core(config, TokenCounter.for_config(config), Path(cache) if cache else None)
+        self.started: asyncio.Task | None = None
 
-    def _open_input_source(self, filesystem, path: str, **open_args) -> pa.NativeFile:
-        if path.endswith(".parquet"):  # Parquet needs random access
-            return filesystem.open_input_file(path)
-        return super()._open_input_source(filesystem, path, **open_args)
+    async def start(self) -> str:
+        """The core started once (also after Ray restarted this actor); the node it runs on."""
+        if self.started is None:
+            self.started = asyncio.ensure_future(self.core.start())
+        await self.started
+        return ray.get_runtime_context().get_node_id()
 
-    def _read_stream(self, f: pa.NativeFile, path: str) -> Iterator[pa.Table]:
-        file = self.index[os.path.abspath(path)]
-        if path.endswith(".parquet"):
-            yield from _parquet_blocks(f, file)
-        else:
-            yield from _line_blocks(f, file)
+    async def compress_row(self, row: Any) -> tuple[RowResult, dict[str, int]]:
+        await self.start()
+        return await self.core.compress_row(row), self.core.summarizer.live()
 
-
-def _numbered(table: pa.Table, file: int, lines: Iterable[int]) -> pa.Table:
-    files = pa.array([file] * table.num_rows, pa.int64())
-    return table.append_column(FILE, files).append_column(LINE, pa.array(lines, pa.int64()))
+    async def stop(self) -> dict[str, Any]:
+        await self.core.close()
+        return self.core.summarizer.run_stats()
 
 
-def _parquet_blocks(f: pa.NativeFile, file: int) -> Iterator[pa.Table]:
-    line = 1
-    for batch in pq.ParquetFile(f).iter_batches(batch_size=BATCH_SIZE):
-        yield _numbered(pa.Table.from_batches([batch]), file, range(line, line + batch.num_rows))
-        line += batch.num_rows
+def _check_reachable(address: str | None) -> None:
+    """A HOST:PORT nothing listens on is one line at once (Ray itself retries for minutes)."""
+    host, _, port = (address or "").rpartition(":")
+    if not host or not port.isdigit() or "://" in address:
+        return  # none (a Ray instance of this machine), `auto`, or a ray:// client address: Ray's to judge
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_SECONDS).close()
+    except OSError as exc:
+        raise ConfigError(f"cannot join the Ray cluster at {address}: {exc.strerror or exc}") from None
 
 
-def _line_blocks(f: pa.NativeFile, file: int, max_bytes: int = 32 << 20) -> Iterator[pa.Table]:
-    lines: list[int] = []
-    raws: list[bytes] = []
-    size = 0
-    for number, data in enumerate(io.BufferedReader(f), 1):  # a stream NativeFile has no readline
-        if not data.strip():  # blank lines are not rows (as in the local engine)
-            continue
-        lines.append(number)
-        raws.append(data)
-        size += len(data)
-        if size >= max_bytes or len(raws) >= BATCH_SIZE:
-            yield _numbered(pa.table({RAW: pa.array(raws, pa.binary())}), file, lines)
-            lines, raws, size = [], [], 0
-    if raws:
-        yield _numbered(pa.table({RAW: pa.array(raws, pa.binary())}), file, lines)
+class RayPool:
+    """`actors` Ray actors behind the row core's interface (start, compress_row, close), as the
+    local run uses it; spread over the nodes, each with a share of `max_concurrent_requests`."""
 
+    engine = "ray"
 
-@dataclass(frozen=True)
-class _Part:
-    """What one write task did: its part file (None if all its rows were rejected) and its rows' share."""
+    def __init__(self, config: CompressionConfig, counter: TokenCounter, cache: Path | None, actors: int,
+                 address: str | None = None, quiet: bool = False):
+        self.counter = counter
+        self.workers = actors
+        config = _absolute(config)  # actors do not run in this working directory
+        self.configs = [config.replace(max_concurrent_requests=n) for n in shares(config.max_concurrent_requests, actors)]
+        self.cache = str(cache.resolve()) if cache is not None else None
+        self.address, self.quiet = address, quiet
+        self.summarizer = Together()
+        self.nodes: list[str] = []  # where each actor runs, for the tests and the report
+        self._actors: list[Any] = []
+        self._loads: list[int] = []
+        self._began_ray = False
 
-    path: str | None
-    first: tuple[int, int]
-    last: tuple[int, int]
-    aggregate: dict[str, Any]
-    rejects: list[dict[str, Any]]
+    async def start(self) -> None:
+        if not ray.is_initialized():
+            _check_reachable(self.address)
+            try:
+                ray.init(address=self.address, log_to_driver=not self.quiet,
+                         logging_level=logging.WARNING if self.quiet else logging.INFO)
+            except (ConnectionError, ValueError, RuntimeError) as exc:
+                raise ConfigError(f"cannot join the Ray cluster at {self.address}: {exc}") from None
+            self._began_ray = True
+        options = dict(num_cpus=ACTOR_CPUS, scheduling_strategy="SPREAD", max_restarts=ACTOR_RESTARTS,
+                       max_task_retries=ACTOR_RESTARTS)
+        self._actors = [_CoreActor.options(**options).remote(c, self.cache) for c in self.configs]
+        self._loads = [0] * len(self._actors)
+        self.nodes = await asyncio.gather(*(self._call(a.start) for a in self._actors))
 
-
-class _Parts(Datasink):
-    """Each write task writes its rows as one part file in trajcomp's formats (the same bytes per row as
-    the local engine) and hands its rejects and metrics back to the driver."""
-
-    def __init__(self, folder: Path, fmt: Format, schema: pa.Schema | None):
-        self.folder, self.fmt, self.schema = folder, fmt, schema
-        self.parts: list[_Part] = []
-
-    def write(self, blocks: Iterable[pa.Table], ctx) -> _Part | None:
-        aggregate, rejects, keys, part = Aggregate(), [], [], None
-        path = self.folder / f"part-{ctx.task_idx:05d}{self.fmt.suffix}"
+    async def compress_row(self, row: Any) -> RowResult:
+        """The row's result from the actor holding the fewest rows; a retried call is answered once."""
+        index = min(range(len(self._actors)), key=self._loads.__getitem__)
+        self._loads[index] += 1
         try:
-            for block in blocks:
-                keys += zip(block[FILE].to_pylist(), block[LINE].to_pylist())
-                for result in map(pickle.loads, block[RESULT].to_pylist()):
-                    if isinstance(result, Written):
-                        part = part or self.fmt.open_part(path, self.schema)
-                        part.write(result.row)
-                        aggregate.add(result.metrics, source=result.source, line=result.line)
-                    else:
-                        rejects.append(result.row)
-                        aggregate.add_reject(result.reason, result.metrics, result.row["source"], result.row["line"])
-        except BaseException:
-            if part is not None:
-                part.abort()
-            raise
-        if part is not None:
-            part.close()
-        if not keys:
-            return None
-        return _Part(str(path) if part else None, min(keys), max(keys), aggregate.to_state(), rejects)
+            result, live = await self._call(self._actors[index].compress_row, row)
+        finally:
+            self._loads[index] -= 1
+        self.summarizer.lives[index] = live
+        return result
 
-    def on_write_complete(self, write_result) -> None:
-        self.parts = sorted((p for p in write_result.write_returns if p is not None), key=lambda p: p.first)
-
-
-class RayRunError(RuntimeError):
-    """The Ray run failed (a read, an actor, a write): one line for the CLI, exit 1; no output was placed."""
-
-
-# ---- the CLI's run ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RayPaths:
-    """Where a Ray run reads and writes: `output` is one file, or (`folder`) a folder of part files."""
-
-    inputs: list[Path]
-    output: Path
-    folder: bool
-    fmt: Format
-    report: Path
-    rejects: Path
-    skipped: tuple[Path, ...] = ()
-
-    @property
-    def staging(self) -> Path:
-        """Parts are written here and moved into place only when the run succeeded."""
-        return self.output.with_name(f".{self.output.name}.trajcomp-ray")
-
-
-def ray_paths(inputs: list[str], output: Path | None, config: CompressionConfig, output_format: str | None) -> RayPaths:
-    """The paths of a Ray run; what cannot work raises ConfigError (exit 2, nothing written)."""
-    found = expand_inputs(inputs, config.output_suffix)
-    files = [f for f, _ in found.pairs]
-    for f in files:
-        if split_suffix(f)[1] not in SUFFIXES:
-            raise ConfigError(f"--engine ray reads {' and '.join(SUFFIXES)} files, not {f}")
-    if output is None:
-        raise ConfigError("--engine ray needs -o: a .jsonl or .parquet file, or a folder for Ray's part files")
-    stem, suffix = split_suffix(output)
-    if suffix:
-        if suffix not in SUFFIXES or (output_format and output_format != suffix):
-            raise ConfigError(f"--engine ray writes {' or '.join(SUFFIXES)} files or a folder, not {output}")
-        if any(output.resolve() == f.resolve() for f in files):
-            raise ConfigError(f"the output {output} would overwrite an input")
-        return RayPaths(files, output, False, format_for(output), output.with_name(stem + "_metrics.json"),
-                        output.with_name(stem + "_rejects.jsonl"), found.skipped)
-    fmt = output_format or split_suffix(files[0])[1]
-    if fmt not in SUFFIXES:
-        raise ConfigError(f"--engine ray writes {' or '.join(SUFFIXES)}, not {fmt}")
-    if output.exists() and any(output.iterdir()):  # Ray's part files would mix with what is there
-        raise ConfigError(f"the output folder {output} is not empty; --engine ray writes into a new or empty folder")
-    for text in inputs:
-        if Path(text).is_dir() and output.resolve().is_relative_to(Path(text).resolve()):
-            raise ConfigError(f"the output folder {output} must not be inside the input folder {text}")
-    return RayPaths(files, output, True, format_for(Path("x" + fmt)), output / config.metrics_output_file,
-                    output / "rejects.jsonl", found.skipped)
-
-
-def _schema(paths: RayPaths) -> pa.Schema | None:
-    """The Parquet inputs' columns, for Parquet output (None: types inferred from the rows, as locally)."""
-    if paths.fmt.suffix != ".parquet" or any(split_suffix(f)[1] != ".parquet" for f in paths.inputs):
-        return None
-    try:
-        return pa.unify_schemas([pq.read_schema(f) for f in paths.inputs], promote_options="permissive")
-    except (pa.ArrowException, ValueError):
-        return None
-
-
-def compress_files(
-    inputs: list[str],
-    output: Path | None,
-    config: CompressionConfig,
-    *,
-    output_format: str | None = None,
-    address: str | None = None,
-    concurrency: int = 2,
-    quiet: bool = False,
-    counter: TokenCounter | None = None,
-) -> tuple[dict[str, Any], RayPaths]:
-    """`trajcomp compress --engine ray`: rows and rejects written, the report written and returned."""
-    paths = ray_paths(inputs, output, config, output_format)
-    config = _absolute(config).replace(cache=False)  # actors on many machines share no SQLite file: the report says so
-    counter = counter or TokenCounter.for_config(config)
-    asyncio.run(_preflight(TrajectoryCompressor(config, counter)))  # a dead endpoint: one line, before Ray starts
-    started, clock = datetime.now(timezone.utc), time.monotonic()
-    if not ray.is_initialized():
-        ray.init(address=address, log_to_driver=not quiet, logging_level=logging.WARNING if quiet else logging.INFO)
-    if quiet:  # Ray Data reports every stage on stderr
-        logging.getLogger("ray.data").setLevel(logging.WARNING)
-    context = ray.data.DataContext.get_current()
-    context.enable_progress_bars = not quiet
-    context.execution_options.preserve_order = not paths.folder  # one file: rows in input order
-    shutil.rmtree(paths.staging, ignore_errors=True)  # a failed run's parts; never the output
-    paths.staging.mkdir(parents=True)
-    try:
-        schema = _schema(paths)  # reads every Parquet input's footer: once
-        sink = _Parts(paths.staging, paths.fmt, schema)
-        ds = ray.data.read_datasource(_Inputs([str(f.resolve()) for f in paths.inputs]))
-        ds = _map(ds, _Records, (config, [str(f) for f in paths.inputs]), concurrency, 64)
+    async def _call(self, method, *args):
+        """A remote call's value; the error a row core raised, as it raised it; WorkerDied when the
+        actor is gone for good."""
         try:
-            ds.write_datasink(sink)
-        except ray.exceptions.RayError as exc:
-            raise RayRunError(f"the Ray run failed: {_cause(exc)}") from exc
-        aggregate = _place(sink.parts, paths, schema)
-    finally:
-        shutil.rmtree(paths.staging, ignore_errors=True)
-    report = _report(aggregate, paths, config, TokenizerInfo(**vars(counter.info)), started, time.monotonic() - clock, concurrency)
-    write_json(paths.report, report.to_dict(), indent=2)
-    return report, paths
+            return await method.remote(*args)
+        except ray.exceptions.RayTaskError as exc:
+            raise exc.cause if isinstance(exc.cause, Exception) else exc
+        except ray.exceptions.RayActorError as exc:
+            raise WorkerDied(f"a Ray actor was lost and could not be restarted ({type(exc).__name__})") from None
 
-
-async def _preflight(compressor: TrajectoryCompressor) -> None:
-    try:
-        await compressor.start()
-    finally:
-        await compressor.close()
-
-
-def _cause(exc: BaseException) -> str:
-    """The error a Ray failure wraps, on one line (Ray's own message adds remote tracebacks and advice)."""
-    while getattr(exc, "cause", None) is not None and exc.cause is not exc:
-        exc = exc.cause
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    raised = [line for line in lines if re.match(r"[\w.]+(Error|Exception): ", line)]
-    return raised[-1] if raised else f"{type(exc).__name__}: {lines[0] if lines else ''}"
-
-
-def _place(parts: list[_Part], paths: RayPaths, schema: pa.Schema | None) -> Aggregate:
-    """Rows into place (the folder of parts, or the parts joined in input order), the rejects file, the sums."""
-    aggregate = Aggregate()
-    for part in parts:
-        aggregate.merge(part.aggregate)
-    for before, after in zip(parts, parts[1:]):
-        if not paths.folder and before.last >= after.first:  # preserve_order (one file) keeps parts in input order: check it
-            raise RuntimeError(f"Ray returned parts out of input order ({before.last} >= {after.first})")
-    written = [Path(p.path) for p in parts if p.path]
-    if paths.folder:
-        paths.output.mkdir(parents=True, exist_ok=True)
-        for part in written:
-            os.replace(part, paths.output / part.name)
-    else:
-        paths.fmt.join(written, paths.output, schema)
-    rejects = [row for part in parts for row in part.rejects]
-    if rejects:
-        JSONL.write_part(paths.rejects, rejects)
-    else:
-        paths.rejects.unlink(missing_ok=True)
-    return aggregate
-
-
-def _report(aggregate: Aggregate, paths: RayPaths, config: CompressionConfig, tokenizer: TokenizerInfo,
-            started: datetime, seconds: float, concurrency: int) -> Report:
-    """The local run's kind of report, from the rows' metrics; `processing` says what this engine knows."""
-    processing = Processing(
-        trajcomp_version=__version__,
-        started_at=started.isoformat(timespec="seconds"),
-        duration_seconds=round(seconds, 3),
-        rows_per_second=round(aggregate.rows_read / seconds, 2) if seconds > 0 else 0.0,
-        inputs=[str(f) for f in paths.inputs],
-        outputs=[str(paths.output)],
-        rejects_file=str(paths.rejects) if aggregate.reject_reasons else None,
-        skipped_files=[str(p) for p in paths.skipped],
-        engine="ray",
-        ray_actors=concurrency,
-    )
-    # The summarizer's own figures (latency, usage) stay inside the actors.
-    return from_aggregate(aggregate, summarizer=config.summarizer, summarizer_stats={}, processing=processing,
-                          tokenizer=tokenizer, config=config.to_sections())
+    async def close(self) -> None:
+        try:
+            stops = [asyncio.wait_for(self._call(a.stop), STOP_SECONDS) for a in self._actors]
+            stats = await asyncio.gather(*stops, return_exceptions=True)
+            self.summarizer.stats = [s for s in stats if isinstance(s, dict) and s]
+        finally:
+            for actor in self._actors:
+                ray.kill(actor)
+            if self._began_ray:
+                ray.shutdown()

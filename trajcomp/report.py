@@ -120,6 +120,7 @@ class Processing:
     tokenizer_chars: int | None = field(default=None, metadata=_OMIT)
     engine: str | None = field(default=None, metadata=_OMIT)  # "ray"; None: the local engine
     ray_actors: int | None = field(default=None, metadata=_OMIT)
+    ray_nodes: int | None = field(default=None, metadata=_OMIT)  # the cluster's nodes the actors ran on
 
 
 @dataclass
