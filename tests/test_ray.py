@@ -193,7 +193,7 @@ def test_openai_summaries_from_each_actors_session_equal_the_local_engine(cluste
     _same_report(report, json.loads((tmp_path / "local_metrics.json").read_text()))
     assert report["summarization"]["api_calls"] == stats.requests == 3
     assert report["summarization"]["http_requests"] == 3  # the actors' own figures, merged
-    assert stats.models_requests == 2  # one session per actor, opened once (its preflight)
+    assert stats.models_requests == 1 + 2  # the driver's preflight, then one session per actor, opened once
 
 
 def test_driver_killed_with_sigkill_resumes_to_the_same_bytes_paying_no_summary_twice(cluster, bpe_tokenizer, tmp_path):

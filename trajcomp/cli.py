@@ -45,9 +45,10 @@ def compress(
         ..., help="Input files (.jsonl, .jsonl.gz, .jsonl.zst, .json, .parquet), directories (searched "
         "recursively) or quoted globs.", show_default=False, metavar="INPUT...",
     ),
-    output: Optional[Path] = typer.Option(
+    output: Optional[str] = typer.Option(
         None, "-o", "--output",
-        help="Output file (one input file) or directory (a directory or several inputs; mirrors the input tree). "
+        help="Output file (one input file) or directory (a directory or several inputs; mirrors the input tree), "
+        "or an object-storage URI (s3://bucket/out.jsonl). "
         "Default: <stem>_compressed.<ext> beside the file, <dir>_compressed/ beside the directory.",
     ),
     config: Optional[Path] = typer.Option(None, "-c", "--config", help="YAML config (see configs/default.yaml)."),
@@ -90,7 +91,7 @@ def compress(
         None, help="When no summary can be had: keep (row unchanged, flagged), extractive (offline fallback) or reject."
     ),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the summary cache."),
-    cache_dir: Optional[Path] = typer.Option(
+    cache_dir: Optional[str] = typer.Option(
         None, help="The summary cache's folder, shared by every process and engine (default: beside the output)."
     ),
     input_format: Optional[str] = typer.Option(None, help="Row schema: auto, sharegpt (conversations) or openai (messages)."),
@@ -124,6 +125,7 @@ def compress(
     """
     from .paths import resolve
     from .pipeline import RunOptions
+    from .remote import stage
     from .selection import Selection
 
     try:
@@ -152,7 +154,7 @@ def compress(
             retry_delay=retry_delay,
             on_failure=on_failure,
             cache=False if no_cache else None,
-            cache_dir=str(cache_dir) if cache_dir else None,
+            cache_dir=cache_dir,
             input_format=input_format,
         )
         if shard_index >= num_shards:
@@ -160,7 +162,8 @@ def compress(
         shard = (shard_index, num_shards) if num_shards > 1 else None
         selection = Selection(sample_percent, seed, num_shards, shard_index, limit)
         ray = _ray_options(engine, dry_run, ray_address, ray_concurrency)
-        layout = resolve(inputs, output, cfg, _dotted(output_format), shard)
+        staged = stage(inputs, output)  # inputs in object storage fetched, an output there given a local place
+        layout = staged.localize(resolve(staged.inputs, staged.output, cfg, _dotted(output_format), shard))
         options = RunOptions(selection, quiet or as_json, checkpoint_rows, restart)
         counter = TokenCounter.for_config(cfg)
     except (ConfigError, TokenizerLoadError) as exc:
@@ -168,7 +171,7 @@ def compress(
     if dry_run:
         _dry_run(layout, options, counter, cfg, quiet, as_json)
         return
-    _compress(layout, options, counter, cfg, quiet, as_json, html, ray)
+    _compress(layout, options, counter, cfg, quiet, as_json, html, ray, staged)
 
 
 def _ray_options(engine: str, dry_run: bool, address: str | None, actors: int):
@@ -209,7 +212,7 @@ def _dry_run(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None:
         typer.echo(render_estimate(result))
 
 
-def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool, html: bool, ray=None) -> None:
+def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool, html: bool, ray, staged) -> None:
     from .pipeline import Runner, SummarizerDown, build_rows
     from .formats.base import InputError
     from .summarizers.http import PreflightError
@@ -221,7 +224,7 @@ def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool, html: b
     except (ConfigError, TokenizerLoadError) as exc:  # a bad summarization.tokenizer among them
         fail(str(exc))
     except (PreflightError, InputError, SummarizerDown) as exc:
-        fail(str(exc), EXIT_FAILED)
+        fail(staged.named(str(exc)), EXIT_FAILED)
     except WorkerDied as exc:
         fail(f"{exc}{_resume_hint(layout)}", EXIT_FAILED)
     except OSError as exc:  # writing: a full disk, a folder that vanished; inputs raise InputError
@@ -234,7 +237,7 @@ def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool, html: b
         )
         raise typer.Exit(EXIT_TERMINATED if isinstance(exc, _Terminated) else EXIT_INTERRUPTED)
     cached = ": summaries already made come from the cache" if cfg.cache else ""
-    _finish(result.report, layout.report, quiet, as_json, html, f"run the same command again to retry them{cached}")
+    _finish(result.report, layout, quiet, as_json, html, f"run the same command again to retry them{cached}", staged)
 
 
 def _resume_hint(layout) -> str:
@@ -243,20 +246,28 @@ def _resume_hint(layout) -> str:
     return f"; finished parts are kept in {layout.work}: run the same command again to resume"
 
 
-def _finish(report, report_path: Path, quiet: bool, as_json: bool, html: bool, retry: str) -> None:
-    """Write the page if asked, print the report; exit 1 when a whole file was rejected, 3 when some rows'
-    summaries could not be had."""
+def _finish(report, layout, quiet: bool, as_json: bool, html: bool, retry: str, staged) -> None:
+    """Write the page if asked, upload what a run into object storage wrote, print the report; exit 1
+    when a whole file was rejected, 3 when some rows' summaries could not be had."""
+    from .formats.base import write_json
     from .render import render_report
 
-    page = report_path.with_suffix(".html") if html else None
+    page = layout.report.with_suffix(".html") if html else None
+    if staged.output_uri is not None:
+        staged.rename(report.processing)
+        write_json(layout.report, report.to_dict(), indent=2)
     if page is not None:
         from .page import report_page, write_page
 
         write_page(page, report_page(report))
+    try:
+        staged.upload([*(job.output for job in layout.files), layout.rejects, layout.report, page])
+    except OSError as exc:
+        fail(f"cannot upload to {staged.output_uri}: {exc}; the run's files are in {layout.report.parent}", EXIT_FAILED)
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     elif not quiet:
-        typer.echo(render_report(report, str(report_path), page and str(page)))
+        typer.echo(render_report(report, staged.named(str(layout.report)), page and staged.named(str(page))))
     if report.processing.files_all_rejected:
         fail(f"every row of {', '.join(report.processing.files_all_rejected)} was rejected (is it the right "
              f"file?); the reasons are in {report.processing.rejects_file}", EXIT_FAILED)

@@ -19,6 +19,7 @@ class FileJob:
     input: Path
     output: Path
     key: str  # the input's path relative to its root: names it in samples, shards and reports
+    source: str | None = None  # the input's name in rejects and reports when not its path (the URI it came from)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import asyncio
 import time
 from collections import deque
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from itertools import islice
 from pathlib import Path
@@ -205,6 +205,11 @@ async def ordered_map(
         await asyncio.gather(*pending, return_exceptions=True)
 
 
+def _named(records: Iterable[Record], source: str | None) -> Iterable[Record]:
+    """Records named `source` (a URI a staged input came from) instead of the local path they were read from."""
+    return records if source is None else (replace(r, source=source) for r in records)
+
+
 class Runner:
     """One run over many files with one compressor, a pool of worker processes or of Ray actors
     (anything with the row core's start, compress_row and close, a `summarizer` and a `counter`)."""
@@ -273,7 +278,7 @@ class Runner:
         reader, writer = format_for(job.input), format_for(job.output)
         schema = input_schema(reader, job.input)
         done = [c["records"] for c in self.work.checkpoints(index)]
-        records = self.taker.select(job.key, islice(read_checked(reader, job.input), sum(done), None))
+        records = self.taker.select(job.key, islice(_named(read_checked(reader, job.input), job.source), sum(done), None))
         part = _Part(self.work, index, len(done), writer, schema)
         try:
             async with aclosing(ordered_map(records, self.process, self.max_running, self.max_held)) as results:

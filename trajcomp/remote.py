@@ -1,0 +1,167 @@
+"""Inputs and outputs in object storage (s3://, gs://, whatever `pyarrow.fs` resolves), through a local stage.
+
+Remote inputs are mirrored into a local folder (fetched again only when their size or modification
+time changed, so a rerun resumes), the run reads and writes local files as every run does, and
+what it wrote (rows, report, rejects, page) is uploaded once it has finished: an object appears
+whole when its upload completes, so a reader never sees half of one. Credentials and the endpoint
+come from the environment only (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL, ...).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .config import ConfigError
+
+# The local stage: mirrors of remote inputs, and each remote output's local run (its work folder too).
+STAGE_ENV = "TRAJCOMP_STAGE_DIR"
+CHUNK = 8 << 20
+
+
+def is_uri(text: str | os.PathLike | None) -> bool:
+    return isinstance(text, str) and "://" in text and not text.startswith("file://")
+
+
+def stage_root() -> Path:
+    base = os.environ.get(STAGE_ENV) or os.path.join(os.environ.get("XDG_CACHE_HOME") or "~/.cache", "trajcomp", "stage")
+    return Path(base).expanduser()
+
+
+def _digest(uri: str) -> str:
+    return hashlib.sha256(uri.encode("utf-8")).hexdigest()[:16]
+
+
+def _filesystem(uri: str):
+    import pyarrow.fs as pafs
+
+    try:
+        return pafs.FileSystem.from_uri(uri.rstrip("/"))
+    except (pafs.ArrowInvalid, OSError, ValueError) as exc:
+        raise ConfigError(f"cannot open {uri}: {exc}") from None
+
+
+@dataclass
+class Stage:
+    """A run's remote inputs and output as local paths, and what to upload where once it finished."""
+
+    inputs: list[str]
+    output: Path | None
+    output_uri: str | None = None
+    names: dict[str, str] = field(default_factory=dict)  # local path -> the URI it stands for
+
+    def uri(self, local: str | os.PathLike) -> str:
+        """The URI a staged local path stands for (itself when it is not staged)."""
+        return self.named(str(local))
+
+    def named(self, text: str) -> str:
+        """`text` (a message, a path) with every staged local path in it replaced by its URI."""
+        for path, uri in sorted(self.names.items(), key=lambda item: -len(item[0])):
+            text = text.replace(path, uri.rstrip("/"))
+        return text
+
+    def localize(self, layout):
+        """The layout with each staged input named by its URI in rejects and reports."""
+        files = [dataclasses.replace(job, source=self.uri(job.input)) if self.uri(job.input) != str(job.input) else job
+                 for job in layout.files]
+        return dataclasses.replace(layout, files=files)
+
+    def rename(self, processing) -> None:
+        """A report's `processing` naming URIs, not the local stage."""
+        for name in ("inputs", "outputs", "skipped_files", "stray_files_in_output", "files_all_rejected"):
+            setattr(processing, name, [self.named(p) for p in getattr(processing, name)])
+        if processing.rejects_file:
+            processing.rejects_file = self.named(processing.rejects_file)
+
+    def upload(self, paths: list[Path | None]) -> None:
+        """Each file of `paths` (a dataset folder's files too) copied to its URI: whole, or not at all."""
+        if self.output_uri is None:
+            return
+        fs, _ = _filesystem(self.output_uri)
+        files = [p for p in paths if p is not None and p.is_file()]
+        files += [f for p in paths if p is not None and p.is_dir() for f in sorted(p.rglob("*")) if f.is_file()]
+        for local in files:
+            _, key = _filesystem(self.uri(local))
+            _put(fs, local, key)
+
+
+def _put(fs, local: Path, key: str) -> None:
+    """`local` uploaded beside `key` under a hidden name, then moved there: an upload cut short is
+    closed (completed) by pyarrow, so it must never be at the final name."""
+    folder, _, name = key.rpartition("/")
+    partial = f"{folder}/.{name}.trajcomp-upload" if folder else f".{name}.trajcomp-upload"
+    try:
+        with open(local, "rb") as src, fs.open_output_stream(partial) as dest:
+            shutil.copyfileobj(src, dest, CHUNK)
+        fs.move(partial, key)
+    except BaseException:
+        try:
+            fs.delete_file(partial)
+        except OSError:
+            pass
+        raise
+
+
+def stage(inputs: list[str], output: str | None) -> Stage:
+    """Remote inputs fetched into the stage; a remote output's run given a local place in it."""
+    if not any(map(is_uri, [*inputs, output])):
+        return Stage(list(inputs), Path(output) if output else None)
+    if output is None:
+        raise ConfigError("an input in object storage needs -o (a local path or a URI)")
+    result = Stage([], None)
+    for text in inputs:
+        if is_uri(text):
+            local = _mirror(text, stage_root() / "inputs" / _digest(text))
+            result.names[str(local)] = text
+            result.inputs.append(str(local))
+        else:
+            result.inputs.append(text)
+    if is_uri(output):
+        if "/" not in output.split("://", 1)[1].strip("/"):
+            raise ConfigError(f"-o {output} must name an object or a folder inside a bucket")
+        name = output.rstrip("/").rsplit("/", 1)[-1]
+        local_parent = stage_root() / "outputs" / _digest(output)
+        local_parent.mkdir(parents=True, exist_ok=True)
+        result.output = local_parent / name
+        result.output_uri = output
+        result.names[str(local_parent)] = output.rstrip("/").rsplit("/", 1)[0]
+    else:
+        result.output = Path(output)
+    return result
+
+
+def _mirror(uri: str, into: Path) -> Path:
+    """The object (or every object under the prefix) at `uri` in `into`, named as in the store."""
+    import pyarrow.fs as pafs
+
+    fs, key = _filesystem(uri)
+    key = key.rstrip("/")
+    name = key.rsplit("/", 1)[-1]
+    info = fs.get_file_info(key)
+    if info.type == pafs.FileType.File:
+        _fetch(fs, info, into / name)
+    elif info.type == pafs.FileType.Directory:
+        found = fs.get_file_info(pafs.FileSelector(key, recursive=True))
+        for item in (i for i in found if i.type == pafs.FileType.File):
+            _fetch(fs, item, into / name / item.path[len(key) + 1:])
+    else:
+        raise ConfigError(f"input not found: {uri}")
+    return into / name
+
+
+def _fetch(fs, info, local: Path) -> None:
+    """One object copied, unless the copy already there has its size and time (a rerun resumes)."""
+    stamp = info.mtime.timestamp() if info.mtime else None
+    if local.is_file() and local.stat().st_size == info.size and (stamp is None or local.stat().st_mtime == stamp):
+        return
+    local.parent.mkdir(parents=True, exist_ok=True)
+    partial = local.with_name(f".{local.name}.part")
+    with fs.open_input_stream(info.path) as src, open(partial, "wb") as dest:
+        shutil.copyfileobj(src, dest, CHUNK)
+    if stamp is not None:
+        os.utime(partial, (stamp, stamp))
+    os.replace(partial, local)
