@@ -250,6 +250,27 @@ def test_openai_summarizer_one_session_per_worker_process(tmp_path, rows):
     assert stats.max_in_flight <= 8
 
 
+def test_a_cache_dir_shared_with_a_cli_run_pays_no_summary_twice(tmp_path, rows):
+    """Summaries the CLI paid for, in --cache-dir, answer both map workers: no chat request at all."""
+    import datasets
+    from trajcomp.config import load_config
+    from trajcomp.hf import compress_dataset
+
+    cache = tmp_path / "shared_cache"
+    with ServerThread() as server:
+        flags = ["--summarizer", "openai", "--base-url", server.base_url, "--model", "test-model"]
+        cli, _ = cli_run(tmp_path, rows, *flags, "--cache-dir", str(cache))
+        paid = server.stats.requests
+        server.reset()
+        config = load_config(DEMO, summarizer="openai", base_url=server.base_url, summarization_model="test-model",
+                             cache_dir=str(cache))
+        out = compress_dataset(datasets.Dataset.from_list(rows), config, num_proc=2, batch_size=2,
+                               load_from_cache_file=False)
+        stats = server.stats
+    assert paid >= 5 and stats.requests == 0 and stats.models_requests == 2
+    assert_same_as_cli(out.to_list(), cli)
+
+
 # ----------------------------------------------------------------------------------- the CLI and folders
 
 

@@ -111,7 +111,7 @@ def compress(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
     html: bool = typer.Option(False, "--html", help="Also write the report as an HTML page beside it (<report>.html)."),
     engine: str = typer.Option(
-        "local", help="local (this machine; resumable) or ray (Ray Data across a cluster; needs trajcomp[ray])."
+        "local", help="local (this machine) or ray (rows compressed by Ray actors across a cluster; needs trajcomp[ray]); both resume."
     ),
     ray_address: Optional[str] = typer.Option(
         None, help="With --engine ray: the cluster to join (HEAD:6379, or auto); default: a Ray instance of this machine."

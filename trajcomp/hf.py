@@ -29,6 +29,8 @@ from .compressor import RowResult, TrajectoryCompressor
 from .config import CompressionConfig, as_config
 from .formats.parquet import METRICS, METRICS_TYPE
 from .metrics import Outcome
+from .tokens import TokenCounter
+from .workers import build_core
 
 __all__ = ["BatchFunction", "RowRejected", "SummariesFailing", "compress_dataset", "map_function"]
 
@@ -200,8 +202,13 @@ class _Worker:
         self.loop.call_soon_threadsafe(self.loop.stop)
 
 
+def core(config: CompressionConfig) -> TrajectoryCompressor:
+    """A row core for one process: its summarizer behind the shared cache when `summarization.cache_dir` is set."""
+    return build_core(config, TokenCounter.for_config(config), Path(config.cache_dir) if config.cache_dir else None)
+
+
 async def _started(config: CompressionConfig) -> TrajectoryCompressor:
-    compressor = TrajectoryCompressor(config)
+    compressor = core(config)
     await compressor.start()  # the summarizer's session and preflight, once per process
     return compressor
 

@@ -21,7 +21,7 @@ import ray
 from .compressor import RowResult, TrajectoryCompressor
 from .config import CompressionConfig, ConfigError, as_config
 from .formats.parquet import _rows, to_table
-from .hf import METRICS_COLUMN_TYPE, metrics_value
+from .hf import METRICS_COLUMN_TYPE, core, metrics_value
 from .tokens import TokenCounter
 from .workers import Together, WorkerDied, build_core, shares
 
@@ -52,7 +52,7 @@ class _Actor:
 
     def __init__(self, config: CompressionConfig):
         self.loop = asyncio.new_event_loop()
-        self.compressor = TrajectoryCompressor(config)
+        self.compressor = core(config)
         self.loop.run_until_complete(self.compressor.start())
 
     def compress(self, rows: list[Any]) -> list[RowResult]:
