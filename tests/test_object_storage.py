@@ -19,6 +19,8 @@ import pyarrow.fs as pafs
 import pytest
 
 from conftest import ROOT, SAMPLES, read_jsonl, run_cli, write_jsonl
+from openai_server import ServerThread
+from test_resume import hermes_row
 
 CONFIG = ROOT / "configs" / "demo.yaml"
 KEY, SECRET = "trajcomp-test-key", "trajcomp-test-secret-9f27"
@@ -159,8 +161,29 @@ def test_object_storage_errors_are_one_line(s3, tmp_path):
     assert missing.code == 2 and "input not found: s3://bucket/nothing-here.jsonl" in missing.stderr
     no_output = run_cli("compress", "s3://bucket/ready", "-c", str(CONFIG), env=env)
     assert no_output.code == 2 and "needs -o" in no_output.stderr
-    cache = run_cli("compress", str(SAMPLES / "hermes_research_runs.jsonl"), "-c", str(CONFIG), "-o",
-                    str(tmp_path / "o.jsonl"), "--cache-dir", "s3://bucket/cache")
-    assert cache.code == 2 and "cache_dir" in cache.stderr
-    for result in (missing, no_output, cache):
+    secret = run_cli("compress", str(SAMPLES / "hermes_research_runs.jsonl"), "-c", str(CONFIG), "-o", f"s3://{KEY}:{SECRET}@bucket/x.jsonl",
+                     env=env)
+    assert secret.code == 2 and "environment" in secret.stderr and SECRET not in secret.stderr
+    for result in (missing, no_output, secret):
         assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+def test_a_cache_in_object_storage_answers_another_run(s3, tmp_path):
+    """--cache-dir s3://...: two workers fill it, a run into another output pays for nothing."""
+    fs, env = s3
+    src = write_jsonl(tmp_path / "in.jsonl", [hermes_row(i) for i in range(8)])
+    with ServerThread() as server:
+        flags = ("--tokenizer", str(SAMPLES / "demo_tokenizer"), "--target-max-tokens", "800",
+                 "--summary-target-tokens", "120", "--summarizer", "openai", "--base-url", server.base_url,
+                 "--model", "test-model", "--cache-dir", "s3://bucket/summaries", "-q")
+        first = run_cli("compress", str(src), "-o", str(tmp_path / "a.jsonl"), "--workers", "2", *flags, env=env)
+        assert first.code == 0, first.stderr
+        paid = server.stats.requests
+        server.reset()
+        second = run_cli("compress", str(src), "-o", str(tmp_path / "b.jsonl"), *flags, env=env)
+        assert second.code == 0, second.stderr
+        assert server.stats.requests == 0
+    assert paid == 8 and len(keys(fs, "bucket/summaries")) == 8
+    assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
+    report = json.loads((tmp_path / "b_metrics.json").read_text())
+    assert report["summarization"]["cache_hits"] == 8 and report["summarization"]["cache_file"] == "s3://bucket/summaries"

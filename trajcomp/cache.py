@@ -1,4 +1,5 @@
-"""The summary cache: a folder of append-only segments that every process of every engine shares.
+"""The summary cache that every process of every engine shares: a folder of append-only segments,
+or one object a summary in object storage.
 
 Each process appends to a segment of its own (`<host>-<pid>-<random>.jsonl`, one line a summary,
 written with one `write` call), so concurrent writers never touch the same file and a killed
@@ -18,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .remote import is_uri, open_uri
 from .summarizers.base import Summarizer, Summary, SummaryRequest
 
 SUFFIX = ".jsonl"
@@ -116,10 +118,47 @@ def _parsed(line: bytes) -> dict[str, Any] | None:
     return entry if isinstance(entry, dict) and isinstance(entry.get("key"), str) else None
 
 
+class ObjectCache:
+    """Summaries in object storage, one object each (`<prefix>/<key[:2]>/<key>.json`): a lookup is
+    one GET, a store one PUT, which the store makes whole or not at all (a killed upload never lands)."""
+
+    def __init__(self, uri: str):
+        self.path = uri
+        self._fs, self._root = None, ""
+
+    def open(self) -> None:
+        self._fs, self._root = open_uri(self.path)
+        self._root = self._root.rstrip("/")
+
+    def _key(self, key: str) -> str:
+        return f"{self._root}/{key[:2]}/{key}.json"
+
+    def get(self, key: str) -> Summary | None:
+        try:
+            with self._fs.open_input_stream(self._key(key)) as f:
+                entry = _parsed(f.read())
+        except FileNotFoundError:
+            return None
+        return Summary(**entry["summary"]) if entry is not None and entry["key"] == key else None
+
+    def put(self, key: str, summary: Summary) -> None:
+        value = {"text": summary.text, "api_calls": summary.api_calls, "errors": summary.errors}
+        with self._fs.open_output_stream(self._key(key)) as f:
+            f.write(json.dumps({"key": key, "summary": value}, ensure_ascii=False).encode("utf-8"))
+
+    def close(self) -> None:
+        self._fs = None
+
+
+def open_cache(location: str | Path) -> SummaryCache | ObjectCache:
+    """The cache at `location`: an object-storage URI, or a folder (local or on a shared file system)."""
+    return ObjectCache(location) if is_uri(location) else SummaryCache(location)
+
+
 class CachedSummarizer(Summarizer):
     """Any summarizer that can name its requests (`cache_key`), answered from the cache when it can be."""
 
-    def __init__(self, inner: Summarizer, cache: SummaryCache):
+    def __init__(self, inner: Summarizer, cache: SummaryCache | ObjectCache):
         self.inner = inner
         self.name = inner.name
         self.cache = cache
@@ -130,14 +169,18 @@ class CachedSummarizer(Summarizer):
         self.cache.open()
 
     async def summarize(self, request: SummaryRequest) -> Summary:
-        key = await asyncio.to_thread(self.inner.cache_key, request)  # may count and elide: not on the loop
-        if key is not None and (hit := self.cache.get(key)) is not None:
+        key, hit = await asyncio.to_thread(self._lookup, request)  # counts, elides, reads: not on the loop
+        if hit is not None:
             self.hits += 1
             return hit
         summary = await self.inner.summarize(request)
         if key is not None:
-            self.cache.put(key, summary)
+            await asyncio.to_thread(self.cache.put, key, summary)
         return summary
+
+    def _lookup(self, request: SummaryRequest) -> tuple[str | None, Summary | None]:
+        key = self.inner.cache_key(request)
+        return key, None if key is None else self.cache.get(key)
 
     async def close(self) -> None:
         try:

@@ -220,8 +220,6 @@ def validate(cfg: CompressionConfig) -> None:
         raise ConfigError(f"{_key('summary_style')} must be one of {', '.join(STYLES)}, got {cfg.summary_style!r}")
     if not cfg.summary_prefix.strip():
         raise ConfigError(f"{_key('summary_prefix')} must not be empty: it marks the summary turn for the model")
-    if cfg.cache_dir and "://" in cfg.cache_dir:  # segments are appended to: object storage cannot
-        raise ConfigError(f"{_key('cache_dir')} must be a folder (local, or a shared file system), not {cfg.cache_dir!r}")
     if cfg.count_mode not in COUNT_MODES:
         raise ConfigError(f"{_key('count_mode')} must be one of {', '.join(COUNT_MODES)}, got {cfg.count_mode!r}")
     _validate_chat_roles(cfg.chat_roles)

@@ -204,7 +204,7 @@ class _Worker:
 
 def core(config: CompressionConfig) -> TrajectoryCompressor:
     """A row core for one process: its summarizer behind the shared cache when `summarization.cache_dir` is set."""
-    return build_core(config, TokenCounter.for_config(config), Path(config.cache_dir) if config.cache_dir else None)
+    return build_core(config, TokenCounter.for_config(config), config.cache_dir)
 
 
 async def _started(config: CompressionConfig) -> TrajectoryCompressor:

@@ -27,7 +27,7 @@ class Layout:
     files: list[FileJob]
     report: Path
     rejects: Path
-    cache: Path
+    cache: Path | str  # a folder, or an object-storage URI (summarization.cache_dir)
     work: Path  # checkpoints and finished parts; removed when the run completes
     skipped: tuple[Path, ...] = ()  # files in input folders that are not data
     folder: Path | None = None  # the output folder of a folder run (None: one output file)
@@ -216,9 +216,11 @@ def _folder_output(inputs: list[str], found: Inputs, output, config, output_form
     )
 
 
-def _cache(config, default: Path) -> Path:
-    """The summary cache's folder: summarization.cache_dir, or one beside the output."""
-    return Path(config.cache_dir) if config.cache_dir else default
+def _cache(config, default: Path) -> Path | str:
+    """The summary cache: summarization.cache_dir (a folder, or a URI kept as written), or a folder beside the output."""
+    if not config.cache_dir:
+        return default
+    return config.cache_dir if "://" in config.cache_dir else Path(config.cache_dir)
 
 
 def _kind(path: Path) -> tuple[str, str]:

@@ -114,7 +114,7 @@ class _CoreActor:
     """A row core on one node: its tokenizer, summarizer session and the cache, many rows in flight."""
 
     def __init__(self, config: CompressionConfig, cache: str | None):
-        self.core = build_core(config, TokenCounter.for_config(config), Path(cache) if cache else None)
+        self.core = build_core(config, TokenCounter.for_config(config), cache)
         self.started: asyncio.Task | None = None
 
     async def start(self) -> str:
@@ -156,7 +156,7 @@ class RayPool:
         self.workers = actors
         config = _absolute(config)  # actors do not run in this working directory
         self.configs = [config.replace(max_concurrent_requests=n) for n in shares(config.max_concurrent_requests, actors)]
-        self.cache = str(cache.resolve()) if cache is not None else None
+        self.cache = str(cache.resolve()) if isinstance(cache, Path) else cache  # a URI, or None
         self.address, self.quiet = address, quiet
         self.summarizer = Together()
         self.nodes: list[str] = []  # where each actor runs, for the tests and the report

@@ -36,9 +36,14 @@ def _digest(uri: str) -> str:
     return hashlib.sha256(uri.encode("utf-8")).hexdigest()[:16]
 
 
-def _filesystem(uri: str):
+def open_uri(uri: str):
+    """(filesystem, path in it) for a URI, credentials and endpoint from the environment."""
     import pyarrow.fs as pafs
 
+    scheme, _, rest = uri.partition("://")
+    if "@" in rest.split("/", 1)[0]:  # the URI would carry them into reports and messages
+        raise ConfigError(f"a {scheme}:// URI must not hold credentials: set them in the environment "
+                          "(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, ...)")
     try:
         return pafs.FileSystem.from_uri(uri.rstrip("/"))
     except (pafs.ArrowInvalid, OSError, ValueError) as exc:
@@ -81,11 +86,11 @@ class Stage:
         """Each file of `paths` (a dataset folder's files too) copied to its URI: whole, or not at all."""
         if self.output_uri is None:
             return
-        fs, _ = _filesystem(self.output_uri)
+        fs, _ = open_uri(self.output_uri)
         files = [p for p in paths if p is not None and p.is_file()]
         files += [f for p in paths if p is not None and p.is_dir() for f in sorted(p.rglob("*")) if f.is_file()]
         for local in files:
-            _, key = _filesystem(self.uri(local))
+            _, key = open_uri(self.uri(local))
             _put(fs, local, key)
 
 
@@ -123,6 +128,7 @@ def stage(inputs: list[str], output: str | None) -> Stage:
     if is_uri(output):
         if "/" not in output.split("://", 1)[1].strip("/"):
             raise ConfigError(f"-o {output} must name an object or a folder inside a bucket")
+        open_uri(output)  # a URI pyarrow cannot open, or one holding credentials: refused before any work
         name = output.rstrip("/").rsplit("/", 1)[-1]
         local_parent = stage_root() / "outputs" / _digest(output)
         local_parent.mkdir(parents=True, exist_ok=True)
@@ -138,7 +144,7 @@ def _mirror(uri: str, into: Path) -> Path:
     """The object (or every object under the prefix) at `uri` in `into`, named as in the store."""
     import pyarrow.fs as pafs
 
-    fs, key = _filesystem(uri)
+    fs, key = open_uri(uri)
     key = key.rstrip("/")
     name = key.rsplit("/", 1)[-1]
     info = fs.get_file_info(key)

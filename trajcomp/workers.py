@@ -11,7 +11,7 @@ Why plain processes and pipes, not a ProcessPoolExecutor: a pool's process runs 
 time, and a worker must have many rows in flight at once (their summaries wait on the network).
 Processes are spawned, never forked: the main process has threads (tokenizer counting, readers).
 
-The summary cache is a folder every worker reads, each appending to a segment of its own (cache.py).
+The summary cache is shared: in a folder each worker appends to a segment of its own (cache.py).
 
 Stopping: workers ignore SIGINT and SIGTERM (a terminal's Ctrl-C and many schedulers signal the
 whole process group) and leave stopping to the main process, which sends each a stop, waits for
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .batching import usable_cores
-from .cache import CachedSummarizer, SummaryCache
+from .cache import CachedSummarizer, open_cache
 from .compressor import RowResult, TrajectoryCompressor
 from .config import CompressionConfig
 from .summarizers import make_summarizer
@@ -46,11 +46,11 @@ class WorkerDied(RuntimeError):
     """A worker process ended without being told to (killed, out of memory): the run stops, resumable."""
 
 
-def build_core(config: CompressionConfig, counter: TokenCounter, cache: Path | None) -> TrajectoryCompressor:
+def build_core(config: CompressionConfig, counter: TokenCounter, cache: str | Path | None) -> TrajectoryCompressor:
     """A row core, its summarizer behind the summary cache at `cache` when that is worth it."""
     summarizer = make_summarizer(config.summarizer, config, counter)
     if cache is not None and config.cache and summarizer.cacheable:
-        summarizer = CachedSummarizer(summarizer, SummaryCache(cache))
+        summarizer = CachedSummarizer(summarizer, open_cache(cache))
     return TrajectoryCompressor(config, counter, summarizer)
 
 
@@ -74,7 +74,7 @@ def _worker(inbox: Connection, outbox: Connection, config: CompressionConfig, ca
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
     try:
-        core = build_core(config, TokenCounter.for_config(config), Path(cache) if cache else None)
+        core = build_core(config, TokenCounter.for_config(config), cache)
     except Exception as exc:
         _send(outbox, ("failed", _portable(exc)))
         return
