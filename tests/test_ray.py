@@ -47,29 +47,33 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _ray_start(*flags: str) -> subprocess.Popen:
+def _ray_start(log: Path, *flags: str) -> subprocess.Popen:
     """A Ray node in the foreground (--block), so that stopping it stops just this node."""
     ray_bin = Path(sys.executable).with_name("ray")
     return subprocess.Popen([str(ray_bin), "start", "--block", "--num-cpus", "1", "--disable-usage-stats", *flags],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                            stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """Two nodes of one CPU each, separate raylets as two machines would have; this process joins as a driver."""
+    # Recent Ray turns token authentication on for a new head once a token exists (~/.ray/auth_token,
+    # made by any local ray.init): off for this local test cluster, in the nodes, probes and CLI runs.
+    saved = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"
     port = _free_port()
     temp = tmp_path_factory.mktemp("ray")
-    nodes = [_ray_start("--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--include-dashboard=false",
-                        "--temp-dir", str(temp))]
+    nodes = [_ray_start(temp / "head.log", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port),
+                        "--include-dashboard=false", "--temp-dir", str(temp))]
     address = f"127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 180
         while not _alive(address, 1):
-            assert time.monotonic() < deadline, "the head node did not start"
+            assert nodes[0].poll() is None and time.monotonic() < deadline, (temp / "head.log").read_text()[-3000:]
             time.sleep(1)
-        nodes.append(_ray_start("--address", address, "--node-ip-address", "127.0.0.1"))
+        nodes.append(_ray_start(temp / "node.log", "--address", address, "--node-ip-address", "127.0.0.1"))
         while not _alive(address, 2):
-            assert time.monotonic() < deadline, "the second node did not join"
+            assert nodes[1].poll() is None and time.monotonic() < deadline, (temp / "node.log").read_text()[-3000:]
             time.sleep(1)
         ray.init(address=address, logging_level="WARNING")
         yield address
@@ -82,6 +86,10 @@ def cluster(tmp_path_factory):
                 node.wait(60)
             except subprocess.TimeoutExpired:
                 os.killpg(node.pid, signal.SIGKILL)
+        if saved is None:
+            os.environ.pop("RAY_AUTH_MODE")
+        else:
+            os.environ["RAY_AUTH_MODE"] = saved
 
 
 def _alive(address: str, nodes: int) -> bool:
