@@ -118,8 +118,14 @@ def test_s3_in_and_out_writes_what_a_local_path_run_writes(s3, tmp_path, engine)
     assert remote.code == 0, remote.stderr
     assert keys(fs, f"bucket/{engine}") == [f"bucket/{engine}/{name}" for name in
                                              ("in.jsonl", "out.jsonl", "out_metrics.html", "out_metrics.json",
-                                              "out_rejects.jsonl")]
+                                              "out_rejects.jsonl")]  # and nothing under a hidden name
     assert get(fs, f"bucket/{engine}/out.jsonl") == (tmp_path / "out.jsonl").read_bytes()
+    clean = run_cli("compress", f"s3://bucket/{engine}/out.jsonl", "-c", str(CONFIG), "-o",
+                    f"s3://bucket/{engine}/out_again.jsonl", "-q", env=env)  # no rejects this time
+    put(fs, f"bucket/{engine}/out_again_rejects.jsonl", b"stale\n")
+    assert run_cli("compress", f"s3://bucket/{engine}/out.jsonl", "-c", str(CONFIG), "-o",
+                   f"s3://bucket/{engine}/out_again.jsonl", "-q", env=env).code == clean.code == 0
+    assert f"bucket/{engine}/out_again_rejects.jsonl" not in keys(fs, f"bucket/{engine}")  # a stale one is removed
     rejects = [json.loads(line) for line in get(fs, f"bucket/{engine}/out_rejects.jsonl").splitlines()]
     assert [r["source"] for r in rejects] == [f"s3://bucket/{engine}/in.jsonl"] * 2  # named as given, not the stage
     expected = [{**r, "source": "x"} for r in read_jsonl(tmp_path / "out_rejects.jsonl")]
@@ -187,3 +193,43 @@ def test_a_cache_in_object_storage_answers_another_run(s3, tmp_path):
     assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
     report = json.loads((tmp_path / "b_metrics.json").read_text())
     assert report["summarization"]["cache_hits"] == 8 and report["summarization"]["cache_file"] == "s3://bucket/summaries"
+
+
+def test_a_run_killed_on_one_machine_resumes_on_another_from_object_storage(s3, tmp_path):
+    """The work folder is copied beside a remote output as parts finish, and summaries go to a remote
+    cache: after SIGKILL, the same command with an empty stage (another machine) resumes to the same bytes."""
+    from test_resume import args as resume_args, freeze, start, thaw
+
+    fs, env = s3
+    rows = [hermes_row(i) for i in range(18)]
+    src = write_jsonl(tmp_path / "data.jsonl", rows)
+    put(fs, "bucket/moving/data.jsonl", src.read_bytes())
+    tok = SAMPLES / "demo_tokenizer"
+    with ServerThread(latency=0.15) as server:
+        ref = tmp_path / "ref" / "out.jsonl"
+        assert run_cli(*resume_args(src, ref, tok, server.base_url, "--no-cache")).code == 0
+        needed = sum(r["compression_metrics"]["was_compressed"] for r in read_jsonl(ref))
+        server.reset()
+        argv = resume_args("s3://bucket/moving/data.jsonl", "s3://bucket/moving/out.jsonl", tok, server.base_url,
+                           "--cache-dir", "s3://bucket/moving-cache")
+        first_machine = {**os.environ, **env, "TRAJCOMP_STAGE_DIR": str(tmp_path / "stage-1")}
+        proc = subprocess.Popen([sys.executable, "-m", "trajcomp.cli", *argv], cwd=ROOT, env=first_machine,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 120
+        while sum(k.endswith(".done.json") for k in keys(fs, "bucket/moving")) < 2:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() is not None else "no parts"
+            time.sleep(0.1)
+        freeze(server)
+        proc.kill()
+        proc.wait()
+        paid = len(keys(fs, "bucket/moving-cache"))
+        assert not any(k.endswith("/out.jsonl") for k in keys(fs, "bucket/moving"))
+        thaw(server)
+        again = run_cli(*argv, env={**env, "TRAJCOMP_STAGE_DIR": str(tmp_path / "stage-2")})
+        assert again.code == 0, again.stderr
+    assert get(fs, "bucket/moving/out.jsonl") == ref.read_bytes()
+    report = json.loads(get(fs, "bucket/moving/out_metrics.json"))
+    assert report["processing"]["resumed"] is True and report["processing"]["rows_from_checkpoint"] >= 6
+    assert report["summarization"]["http_requests"] == needed - paid
+    assert keys(fs, "bucket/moving") == ["bucket/moving/data.jsonl", "bucket/moving/out.jsonl",
+                                         "bucket/moving/out_metrics.json"]  # the work folder's copy is gone

@@ -23,9 +23,10 @@ class ResumeMismatch(ConfigError):
 
 
 class WorkDir:
-    def __init__(self, path: Path, fingerprint: dict[str, Any]):
+    def __init__(self, path: Path, fingerprint: dict[str, Any], mirror=None):
         self.path = path
         self.fingerprint = fingerprint
+        self.mirror = mirror  # remote.WorkMirror: a copy in object storage, for a resume on another machine
         self.resumed = False
         self._lock = None
 
@@ -33,10 +34,17 @@ class WorkDir:
         """Refuse to resume a different run; with `restart`, forget the interrupted one.
 
         The folder's lock is taken first, so neither a refusal nor a restart ever touches a run
-        that is still going. Creates nothing."""
+        that is still going. Creates nothing, but a mirror's run it copies here."""
+        if self.path.exists():
+            self._take_lock()
+        if self.mirror is not None and restart:
+            self.mirror.clear()
+        elif self.mirror is not None:  # another machine's interrupted run may be there
+            self.mirror.pull(self.path)
         if not self.path.exists():
             return
-        self._take_lock()
+        if self._lock is None:
+            self._take_lock()
         if restart:
             self._clear()
         run_file = self.path / "run.json"
@@ -58,6 +66,7 @@ class WorkDir:
             self._take_lock()
         if not self.resumed:
             write_json(self.path / "run.json", self.fingerprint)
+            self._push([self.path / "run.json"])
 
     def _take_lock(self) -> None:
         self._lock = open(self.path / "lock", "w")
@@ -92,13 +101,22 @@ class WorkDir:
             index += 1
 
     def finish_part(self, file_index: int, part_index: int, checkpoint: dict[str, Any]) -> None:
-        write_json(self.part(file_index, part_index, ".done.json"), checkpoint)
+        done = self.part(file_index, part_index, ".done.json")
+        write_json(done, checkpoint)
+        files = sorted(p for p in done.parent.glob(done.name.replace(".done.json", ".*")) if p != done)
+        self._push([*files, done])  # the checkpoint last: a mirror's part counts once its files are there
+
+    def _push(self, files: list[Path]) -> None:
+        if self.mirror is not None:
+            self.mirror.push(self.path, files)
 
     def undo_parts(self, file_index: int, first: int) -> None:
         """Forget finished parts from `first` on (latest first, so no gap ever hides a later one)."""
         finished = sum(1 for _ in self.checkpoints(file_index))
         for index in range(finished - 1, first - 1, -1):
             self.part(file_index, index, ".done.json").unlink(missing_ok=True)
+            if self.mirror is not None:
+                self.mirror.delete(self.path, [self.part(file_index, index, ".done.json")])
 
     def is_file_done(self, file_index: int) -> bool:
         return (self._file_dir(file_index) / "joined").exists()
@@ -116,6 +134,8 @@ class WorkDir:
             self._lock.close()
             self._lock = None
         shutil.rmtree(self.path, ignore_errors=True)
+        if self.mirror is not None:
+            self.mirror.clear()
 
 
 def _differences(old: Any, new: Any, where: str = "") -> list[str]:

@@ -20,6 +20,7 @@ class FileJob:
     output: Path
     key: str  # the input's path relative to its root: names it in samples, shards and reports
     source: str | None = None  # the input's name in rejects and reports when not its path (the URI it came from)
+    dest: str | None = None  # the output's name when not its path (the URI it is uploaded to)
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class Layout:
     work: Path  # checkpoints and finished parts; removed when the run completes
     skipped: tuple[Path, ...] = ()  # files in input folders that are not data
     folder: Path | None = None  # the output folder of a folder run (None: one output file)
+    work_mirror: str | None = None  # where the work folder is copied as it grows (an output in object storage)
 
     def strays(self) -> list[Path]:
         """Data files in the output folder that this run did not write (left by an earlier run)."""

@@ -29,6 +29,7 @@ from .formats.jsonl import JSONL
 from .metrics import Aggregate, Outcome, RowMetrics
 from .paths import FileJob, Layout
 from .progress import Progress
+from .remote import WorkMirror
 from .report import Processing, Report, TokenizerInfo, from_aggregate
 from .selection import Selection, Taker
 from .workers import WorkerPool, build_core, worker_count
@@ -224,7 +225,8 @@ class Runner:
         # a slow one (memory: at most max_rows_in_memory rows).
         self.max_held = config.max_rows_in_memory
         self.max_running = min(max(8, 2 * config.max_concurrent_requests), self.max_held)
-        self.work = WorkDir(layout.work, self.fingerprint())
+        mirror = WorkMirror(layout.work_mirror) if layout.work_mirror else None
+        self.work = WorkDir(layout.work, self.fingerprint(), mirror)
         self.progress: Progress | None = None
         self.resumed_rows = 0
         self.taker = Taker(options.selection)
@@ -238,8 +240,8 @@ class Runner:
         config = {s: {k: v for k, v in keys.items() if k not in _NOT_IN_OUTPUT} for s, keys in sections}
         return {
             "trajcomp_version": __version__,
-            "inputs": [[str(j.input), *identity(j.input)] for j in self.layout.files],
-            "outputs": [str(j.output) for j in self.layout.files],
+            "inputs": [[j.source or str(j.input), *identity(j.input)] for j in self.layout.files],
+            "outputs": [j.dest or str(j.output) for j in self.layout.files],
             "config": config,
             "selection": self.options.selection.as_dict(),
             "checkpoint_rows": self.options.checkpoint_rows,

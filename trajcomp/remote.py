@@ -70,10 +70,15 @@ class Stage:
         return text
 
     def localize(self, layout):
-        """The layout with each staged input named by its URI in rejects and reports."""
-        files = [dataclasses.replace(job, source=self.uri(job.input)) if self.uri(job.input) != str(job.input) else job
+        """The layout with staged inputs and outputs named by their URIs, and its work folder mirrored
+        beside a remote output (so a resume on another machine finds it)."""
+        files = [dataclasses.replace(job, source=self._staged(job.input), dest=self._staged(job.output))
                  for job in layout.files]
-        return dataclasses.replace(layout, files=files)
+        mirror = self.uri(layout.work) if self.output_uri is not None else None
+        return dataclasses.replace(layout, files=files, work_mirror=mirror)
+
+    def _staged(self, path: Path) -> str | None:
+        return None if self.uri(path) == str(path) else self.uri(path)
 
     def rename(self, processing) -> None:
         """A report's `processing` naming URIs, not the local stage."""
@@ -82,11 +87,17 @@ class Stage:
         if processing.rejects_file:
             processing.rejects_file = self.named(processing.rejects_file)
 
-    def upload(self, paths: list[Path | None]) -> None:
-        """Each file of `paths` (a dataset folder's files too) copied to its URI: whole, or not at all."""
+    def upload(self, paths: list[Path | None], absent: Path) -> None:
+        """Each file of `paths` (a dataset folder's files too) copied to its URI: whole, or not at all;
+        `absent` (the rejects file of a run with none) removed there, so no stale one misleads."""
         if self.output_uri is None:
             return
         fs, _ = open_uri(self.output_uri)
+        if not absent.exists():
+            try:
+                fs.delete_file(open_uri(self.uri(absent))[1])
+            except FileNotFoundError:
+                pass
         files = [p for p in paths if p is not None and p.is_file()]
         files += [f for p in paths if p is not None and p.is_dir() for f in sorted(p.rglob("*")) if f.is_file()]
         for local in files:
@@ -109,6 +120,44 @@ def _put(fs, local: Path, key: str) -> None:
         except OSError:
             pass
         raise
+
+
+class WorkMirror:
+    """A run's work folder copied to object storage as it grows: each part's files, then its checkpoint."""
+
+    def __init__(self, uri: str):
+        self.fs, self.root = open_uri(uri)
+        self.root = self.root.rstrip("/")
+
+    def pull(self, local: Path) -> None:
+        """The remote copy into `local`, when it holds a run and `local` does not (another machine's run)."""
+        import pyarrow.fs as pafs
+
+        if (local / "run.json").exists() or self.fs.get_file_info(f"{self.root}/run.json").type != pafs.FileType.File:
+            return
+        found = self.fs.get_file_info(pafs.FileSelector(self.root, recursive=True))
+        for info in sorted((i for i in found if i.type == pafs.FileType.File), key=lambda i: i.path.endswith(".done.json")):
+            relative = info.path[len(self.root) + 1:]
+            if relative.rsplit("/", 1)[-1].startswith("."):  # an upload cut short
+                continue
+            target = local / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with self.fs.open_input_stream(info.path) as src, open(target, "wb") as dest:
+                shutil.copyfileobj(src, dest, CHUNK)
+
+    def push(self, local: Path, files: list[Path]) -> None:
+        for path in files:
+            _put(self.fs, path, f"{self.root}/{path.relative_to(local).as_posix()}")
+
+    def delete(self, local: Path, files: list[Path]) -> None:
+        for path in files:
+            try:
+                self.fs.delete_file(f"{self.root}/{path.relative_to(local).as_posix()}")
+            except FileNotFoundError:
+                pass
+
+    def clear(self) -> None:
+        self.fs.delete_dir_contents(self.root, missing_dir_ok=True)
 
 
 def stage(inputs: list[str], output: str | None) -> Stage:
