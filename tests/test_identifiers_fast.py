@@ -189,7 +189,7 @@ _blocks = st.one_of(
 texts = st.lists(st.one_of(_pieces, _pieces, _pieces, _blocks), max_size=30).map("".join)
 
 
-@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=texts)
 def test_same_identifiers_on_generated_texts(text):
     assert identifiers._in_text(text) == _Oracle._in_text(text)
@@ -213,7 +213,7 @@ def test_same_identifiers_on_edge_cases(text):
     assert identifiers._in_text(text) == _Oracle._in_text(text)
 
 
-@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=texts)
 def test_each_finder_finds_what_its_pattern_finds(text):
     """Kind by kind, on the same text: each finder against the module's own pattern for its kind, so

@@ -80,7 +80,7 @@ def s3(tmp_path_factory):
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
-            proc.wait(30)
+            proc.wait(5)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
 

@@ -81,9 +81,10 @@ def cluster(tmp_path_factory):
         ray.shutdown()
         for node in reversed(nodes):
             os.killpg(node.pid, signal.SIGTERM)
+        stop_by = time.monotonic() + 5  # graceful, or killed: the cluster's state is a test's temporary folder
         for node in nodes:
             try:
-                node.wait(60)
+                node.wait(max(0.1, stop_by - time.monotonic()))
             except subprocess.TimeoutExpired:
                 os.killpg(node.pid, signal.SIGKILL)
         if saved is None:

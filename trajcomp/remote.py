@@ -2,9 +2,10 @@
 
 Remote inputs are mirrored into a local folder (fetched again only when their size or modification
 time changed, so a rerun resumes), the run reads and writes local files as every run does, and
-what it wrote (rows, report, rejects, page) is uploaded once it has finished: an object appears
-whole when its upload completes, so a reader never sees half of one. Credentials and the endpoint
-come from the environment only (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL, ...).
+what it wrote (rows, report, rejects, page) is uploaded once it has finished, each object under a
+hidden name and then moved into place, so a reader never sees half of one. The work folder of a
+remote output is copied beside it as it grows (WorkMirror), so another machine can resume the run.
+Credentials and the endpoint come from the environment only (AWS_ACCESS_KEY_ID, AWS_ENDPOINT_URL, ...).
 """
 
 from __future__ import annotations
@@ -169,7 +170,10 @@ def stage(inputs: list[str], output: str | None) -> Stage:
     result = Stage([], None)
     for text in inputs:
         if is_uri(text):
-            local = _mirror(text, stage_root() / "inputs" / _digest(text))
+            try:
+                local = _mirror(text, stage_root() / "inputs" / _digest(text))
+            except OSError as exc:  # denied, unreachable: pyarrow's message names the bucket and the cause
+                raise ConfigError(f"cannot read {text}: {' '.join(str(exc).split())}") from None
             result.names[str(local)] = text
             result.inputs.append(str(local))
         else:
@@ -201,8 +205,11 @@ def _mirror(uri: str, into: Path) -> Path:
         _fetch(fs, info, into / name)
     elif info.type == pafs.FileType.Directory:
         found = fs.get_file_info(pafs.FileSelector(key, recursive=True))
-        for item in (i for i in found if i.type == pafs.FileType.File):
-            _fetch(fs, item, into / name / item.path[len(key) + 1:])
+        wanted = {into / name / i.path[len(key) + 1:]: i for i in found if i.type == pafs.FileType.File}
+        for local, item in wanted.items():
+            _fetch(fs, item, local)
+        for stale in [p for p in (into / name).rglob("*") if p.is_file() and p not in wanted]:
+            stale.unlink()  # deleted from the store since the last run: not an input any more
     else:
         raise ConfigError(f"input not found: {uri}")
     return into / name
