@@ -54,12 +54,10 @@ class SummaryCache:
         return found
 
     def put(self, key: str, summary: Summary) -> None:
-        value = {"text": summary.text, "api_calls": summary.api_calls, "errors": summary.errors}
-        line = json.dumps({"key": key, "summary": value}, ensure_ascii=False) + "\n"
         if self._own is None:
             name = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}{SUFFIX}"
             self._own = os.open(self.path / name, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        os.write(self._own, line.encode("utf-8"))  # one call: a kill leaves the line whole or torn, never mixed
+        os.write(self._own, _encoded(key, summary) + b"\n")  # one call: a kill leaves the line whole or torn, never mixed
 
     def close(self) -> None:
         if self._own is not None:
@@ -73,10 +71,7 @@ class SummaryCache:
         where = self._index.get(_short(key))
         if where is None:
             return None
-        entry = self._read_line(self._segments[where >> 40], where & ((1 << 40) - 1))
-        if entry is None or entry.get("key") != key:
-            return None
-        return Summary(**entry["summary"])
+        return _decoded(self._read_line(self._segments[where >> 40], where & ((1 << 40) - 1)), key)
 
     @staticmethod
     def _read_line(segment: Path, offset: int) -> dict[str, Any] | None:
@@ -110,6 +105,17 @@ class SummaryCache:
         return offset
 
 
+def _encoded(key: str, summary: Summary) -> bytes:
+    """A cache entry: the request's key and the summary with its provenance (the calls it took)."""
+    value = {"text": summary.text, "api_calls": summary.api_calls, "errors": summary.errors}
+    return json.dumps({"key": key, "summary": value}, ensure_ascii=False).encode("utf-8")
+
+
+def _decoded(entry: dict[str, Any] | None, key: str) -> Summary | None:
+    """The summary of an entry read back, if it is whole and is `key`'s (64-bit index keys may collide)."""
+    return Summary(**entry["summary"]) if entry is not None and entry["key"] == key else None
+
+
 def _parsed(line: bytes) -> dict[str, Any] | None:
     try:
         entry = json.loads(line)
@@ -139,12 +145,11 @@ class ObjectCache:
                 entry = _parsed(f.read())
         except FileNotFoundError:
             return None
-        return Summary(**entry["summary"]) if entry is not None and entry["key"] == key else None
+        return _decoded(entry, key)
 
     def put(self, key: str, summary: Summary) -> None:
-        value = {"text": summary.text, "api_calls": summary.api_calls, "errors": summary.errors}
         with self._fs.open_output_stream(self._key(key)) as f:
-            f.write(json.dumps({"key": key, "summary": value}, ensure_ascii=False).encode("utf-8"))
+            f.write(_encoded(key, summary))
 
     def close(self) -> None:
         self._fs = None

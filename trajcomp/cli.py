@@ -261,7 +261,7 @@ def _finish(report, layout, quiet: bool, as_json: bool, html: bool, retry: str, 
 
         write_page(page, report_page(report))
     try:
-        staged.upload([*(job.output for job in layout.files), layout.rejects, layout.report, page], layout.rejects)
+        staged.upload([*(job.output for job in layout.files), layout.rejects, layout.report, *([page] if page else [])])
     except OSError as exc:
         fail(f"cannot upload to {staged.output_uri}: {exc}; the run's files are in {layout.report.parent}", EXIT_FAILED)
     if as_json:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .config import CompressionConfig, ConfigError
 from .formats import HF, INPUT_SUFFIXES, OUTPUT_FORMATS, OUTPUT_SUFFIXES, is_dataset_folder, name_suffix, split_suffix
+from .remote import is_uri
 
 
 @dataclass(frozen=True)
@@ -222,7 +223,7 @@ def _cache(config, default: Path) -> Path | str:
     """The summary cache: summarization.cache_dir (a folder, or a URI kept as written), or a folder beside the output."""
     if not config.cache_dir:
         return default
-    return config.cache_dir if "://" in config.cache_dir else Path(config.cache_dir)
+    return config.cache_dir if is_uri(config.cache_dir) else Path(config.cache_dir)
 
 
 def _kind(path: Path) -> tuple[str, str]:

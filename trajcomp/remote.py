@@ -59,6 +59,7 @@ class Stage:
     output: Path | None
     output_uri: str | None = None
     names: dict[str, str] = field(default_factory=dict)  # local path -> the URI it stands for
+    output_folder: Path | None = None  # the stage's folder standing for the remote output's parent
 
     def uri(self, local: str | os.PathLike) -> str:
         """The URI a staged local path stands for (itself when it is not staged)."""
@@ -88,22 +89,24 @@ class Stage:
         if processing.rejects_file:
             processing.rejects_file = self.named(processing.rejects_file)
 
-    def upload(self, paths: list[Path | None], absent: Path) -> None:
-        """Each file of `paths` (a dataset folder's files too) copied to its URI: whole, or not at all;
-        `absent` (the rejects file of a run with none) removed there, so no stale one misleads."""
+    def upload(self, paths: list[Path]) -> None:
+        """Each of `paths` (a dataset folder's files too) copied to its URI, whole or not at all; one
+        the run did not write (a rejects file when none was rejected) removed there, so no stale one misleads."""
         if self.output_uri is None:
             return
-        fs, _ = open_uri(self.output_uri)
-        if not absent.exists():
-            try:
-                fs.delete_file(open_uri(self.uri(absent))[1])
-            except FileNotFoundError:
-                pass
-        files = [p for p in paths if p is not None and p.is_file()]
-        files += [f for p in paths if p is not None and p.is_dir() for f in sorted(p.rglob("*")) if f.is_file()]
-        for local in files:
-            _, key = open_uri(self.uri(local))
-            _put(fs, local, key)
+        fs, folder = open_uri(self.names[str(self.output_folder)])
+        key = lambda local: f"{folder}/{local.relative_to(self.output_folder).as_posix()}"  # noqa: E731
+        for path in paths:
+            if path.is_dir():
+                for local in sorted(f for f in path.rglob("*") if f.is_file()):
+                    _put(fs, local, key(local))
+            elif path.is_file():
+                _put(fs, path, key(path))
+            else:
+                try:
+                    fs.delete_file(key(path))
+                except FileNotFoundError:
+                    pass
 
 
 def _put(fs, local: Path, key: str) -> None:
@@ -186,7 +189,7 @@ def stage(inputs: list[str], output: str | None) -> Stage:
         local_parent = stage_root() / "outputs" / _digest(output)
         local_parent.mkdir(parents=True, exist_ok=True)
         result.output = local_parent / name
-        result.output_uri = output
+        result.output_uri, result.output_folder = output, local_parent
         result.names[str(local_parent)] = output.rstrip("/").rsplit("/", 1)[0]
     else:
         result.output = Path(output)
