@@ -238,8 +238,9 @@ class TrajectoryCompressor:
             changed_counts = await self.counter.acount([text for _, text in changed])
             kept = sum(costs[: p.start]) + sum(costs[p.end :]) - sum(costs[i] for i, _ in changed if i >= 0)
             tokens = kept + sum(changed_counts)
-        else:
-            tokens = (await self._measure(out, fmt, fmt.turns(out), costs_above=None)).total
+        else:  # the rendering's pieces the row had are counted already: count the pieces the edit made
+            messages = fmt.chat_messages(out, self.config.chat_roles)
+            tokens = await asyncio.to_thread(self.lengths.measure_edit, measured, messages)
         overshot = body_tokens > self._body_budget and text_tokens > region.room
         return _Attempt(out, tokens, p, body, body_tokens, text_tokens, sourced, region, overshot)
 

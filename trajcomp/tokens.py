@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import dataclasses
 import os
 import socket
 import threading
@@ -22,6 +23,7 @@ from urllib.parse import urlsplit
 
 from .batching import BATCHES_AT_ONCE, MAX_CHARS, CoalescingCounter, split_by_chars
 from .rows import content_text
+from .split_tokens import Pieces, SplitTokens
 
 
 class TokenizerLoadError(RuntimeError):
@@ -65,6 +67,10 @@ class TokenCounter:
         counter = cls(cfg.tokenizer_name, cfg.trust_remote_code, cfg.chat_template)
         lengths_for(cfg.count_mode, counter)  # TokenizerLoadError when the mode needs a template it lacks
         return counter
+
+    def added_tokens(self) -> dict[int, Any]:
+        """The tokenizer's added tokens by id (`tokenizers.AddedToken`: content and matching options)."""
+        return self._backend.get_added_tokens_decoder()
 
     @property
     def has_chat_template(self) -> bool:
@@ -130,6 +136,7 @@ class Measured:
     total: int
     costs: list[int] | None = None
     overhead: int = 0  # tokens no turn owns (the template's fixed part); total == overhead + sum(costs)
+    pieces: Pieces | None = None  # chat_template, with costs: how to measure an edit of this rendering
 
 
 class TurnLengths:
@@ -166,16 +173,27 @@ class TemplateLengths:
                 "tokenizer_config.json or chat_template.jinja); set tokenizer.chat_template to a template file"
             )
         self.counter = counter
+        self.split = SplitTokens(counter.added_tokens())
 
     def measure(self, texts: Sequence[str], messages: Sequence[dict[str, Any]], costs_above: int | None) -> Measured:
-        """The rendered length; per-turn costs only when it is over `costs_above` (they take a render per turn)."""
+        """The rendered length; per-turn costs only when it is over `costs_above` (they take a render per turn),
+        and then the rendering's pieces, to measure its edits."""
         if not messages:
             return Measured(0, [])
         text = self.counter.render(messages)
         encoding = self.counter.encode([text])[0]
         if costs_above is None or len(encoding) <= costs_above:
             return Measured(len(encoding))
-        return self.costs(messages, text, encoding)
+        measured = self.costs(messages, text, encoding)
+        return dataclasses.replace(measured, pieces=self.split.pieces(text, encoding.ids))
+
+    def measure_edit(self, base: Measured, messages: Sequence[dict[str, Any]]) -> int:
+        """The rendered length of `messages`, an edit of the row `base` measured: only the pieces of the
+        rendering that `base`'s lacks are counted (all of it when `base` has no pieces)."""
+        text = self.counter.render(messages)
+        if base.pieces is None:
+            return self.counter.count([text])[0]
+        return self.split.count(text, base.pieces, self.counter.count)
 
     async def ameasure(self, texts: Sequence[str], messages: Sequence[dict[str, Any]], costs_above: int | None) -> Measured:
         """`measure` in a worker thread: rendering is Python work the event loop must not wait for."""
