@@ -283,7 +283,7 @@ def summarizer_bound(s: Setup) -> list[Figure]:
 def tokenizer_input(s: Setup, run: Run) -> Figure:
     """Characters the training tokenizer encoded in a run where every row is summarized, per character of
     the rows' turns: 1.0 would be each row counted once and nothing encoded again."""
-    text = sum(len(t) for r in s.rows for t in bench_data.turn_texts(r))
+    text = _turn_chars(s)
     ratio = run.tokenizer_chars / text if run.tokenizer_chars else None
     return Figure(
         "Tokenizer input, summarizer-bound run (every row summarized)", f"{ratio:.2f}x the rows' text" if ratio else "-",
@@ -343,15 +343,26 @@ def chat_template(s: Setup) -> list[Figure]:
             "Pass-through, chat_template (Qwen3's template, 90% of rows under target)",
             f"{run.rows / run.seconds:.1f} rows/s", limit_text, run.rows / run.seconds / rate, ">= 0.8",
             run.rows / run.seconds / rate >= 0.8, others=others([r.m for r in through]),
-            note=f"target {target} rendered tokens; wall with start-up {run.m.wall:.1f} s",
+            note=f"target {target} rendered tokens; tokenizer input {_input_ratio(s, run)} the rows' text; "
+            f"wall with start-up {run.m.wall:.1f} s",
         ),
         Figure(
             f"Summarizer-bound, chat_template: openai, L={latency:g} s, C={c}",
             f"{summ.rows / summ.seconds:.1f} rows/s, {summ.max_in_flight} in flight",
             f"min(C/L, {rate:.1f} rows/s) = {summ_bound:.1f} rows/s", summ.rows / summ.seconds / summ_bound,
-            others=others([r.m for r in bound]), note=f"{summ.calls} calls for {summ.rows} rows",
+            others=others([r.m for r in bound]),
+            note=f"{summ.calls} calls for {summ.rows} rows; tokenizer input {_input_ratio(s, summ)} the rows' text",
         ),
     ]
+
+
+def _input_ratio(s: Setup, run: Run) -> str:
+    """A run's tokenizer input per character of the rows' turns, as text ('-' when unknown)."""
+    return f"{run.tokenizer_chars / _turn_chars(s):.2f}x" if run.tokenizer_chars else "-"
+
+
+def _turn_chars(s: Setup) -> int:
+    return sum(len(t) for r in s.rows for t in bench_data.turn_texts(r))
 
 
 def qwen3_folder() -> Path:
