@@ -3,6 +3,7 @@ killed or stopped with workers resumes to the same bytes and leaves no worker be
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -248,3 +249,35 @@ def test_sigterm_ctrl_c_or_a_dead_worker_stops_every_worker_and_the_run_resumes(
         result = run_cli(*args(dataset, out, bpe_tokenizer, server.base_url, "--workers", "2"))
         assert result.code == 0, result.stderr
     assert same_rows(out, one_worker)
+
+
+def test_a_worker_dying_with_no_row_fails_the_rows_the_others_hold(bpe_tokenizer):
+    """The run stops when any worker dies, not once the rows of the living ones are answered: here the
+    only row in flight waits in worker 0 on a held call, and worker 1, idle, is killed."""
+    from test_openai_summarizer import NO_KEY_ENV
+
+    from trajcomp.tokens import TokenCounter
+    from trajcomp.workers import WorkerDied, WorkerPool
+
+    with ServerThread(latency=0.1) as server:
+        config = CompressionConfig(
+            tokenizer_name=str(bpe_tokenizer), target_max_tokens=800, summary_target_tokens=120, summarizer="openai",
+            base_url=server.base_url, summarization_model="test-model", api_key_env=NO_KEY_ENV, max_concurrent_requests=2,
+        )
+
+        async def run() -> None:
+            pool = WorkerPool(config, TokenCounter(str(bpe_tokenizer)), None, 2)
+            await pool.start()
+            freeze(server)  # after the workers' preflight: from now on calls are held
+            try:
+                row = asyncio.ensure_future(pool.compress_row(hermes_row(1)))
+                while server.server.stats.in_flight == 0:  # the row's summary call is held by the server
+                    await asyncio.sleep(0.05)
+                os.kill(pool._procs[1].pid, signal.SIGKILL)
+                with pytest.raises(WorkerDied, match="worker process 1"):
+                    await asyncio.wait_for(row, 30)
+            finally:
+                thaw(server)
+                await pool.close()
+
+        asyncio.run(run())

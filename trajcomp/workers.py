@@ -265,8 +265,10 @@ class WorkerPool:
         self._broken = error
         _resolve(self._ready[index], error, failed=True)
         _resolve(self._stopped[index], {})
-        for key, (future, owner) in list(self._pending.items()):
-            if owner == index and not future.done():
+        # Every row in flight, not only the dead worker's: the run stops now, and must not wait on
+        # the other workers' rows first (they may be waiting on a slow endpoint).
+        for future, _ in list(self._pending.values()):
+            if not future.done():
                 future.set_exception(error)
 
     async def close(self) -> None:
