@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
 import sys
+import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -66,6 +70,15 @@ class CliResult:
     code: int
     stdout: str
     stderr: str
+
+
+@contextmanager
+def machine_lock(name: str) -> Iterator[None]:
+    """A lock every test process of this machine shares (make test runs two pytest-xdist workers), for
+    what must not run twice at once: a Ray instance, which a local `ray.init()` would join."""
+    with open(Path(tempfile.gettempdir()) / f"trajcomp-tests-{name}.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)  # released when the file closes
+        yield
 
 
 def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None, timeout: float = 300) -> CliResult:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow.fs as pafs
 import pytest
 
-from conftest import ROOT, SAMPLES, read_jsonl, run_cli, write_jsonl
+from conftest import ROOT, SAMPLES, machine_lock, read_jsonl, run_cli, write_jsonl
 from openai_server import ServerThread
 from test_resume import hermes_row
 
@@ -113,8 +113,9 @@ def test_s3_in_and_out_writes_what_a_local_path_run_writes(s3, tmp_path, engine)
     local = run_cli("compress", str(src), "-c", str(CONFIG), "-o", str(tmp_path / "out.jsonl"), "-q")
     assert local.code == 0, local.stderr
     flags = ("--engine", "ray") if engine == "ray" else ()
-    remote = run_cli("compress", f"s3://bucket/{engine}/in.jsonl", "-c", str(CONFIG), "-o",
-                     f"s3://bucket/{engine}/out.jsonl", "-q", "--html", *flags, env=env, timeout=240)
+    with machine_lock("ray"):  # a Ray instance of its own, not test_ray.py's cluster
+        remote = run_cli("compress", f"s3://bucket/{engine}/in.jsonl", "-c", str(CONFIG), "-o",
+                         f"s3://bucket/{engine}/out.jsonl", "-q", "--html", *flags, env=env, timeout=240)
     assert remote.code == 0, remote.stderr
     assert keys(fs, f"bucket/{engine}") == [f"bucket/{engine}/{name}" for name in
                                              ("in.jsonl", "out.jsonl", "out_metrics.html", "out_metrics.json",

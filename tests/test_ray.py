@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -23,7 +25,7 @@ import pyarrow.parquet as pq
 import pytest
 import ray
 
-from conftest import ROOT, SAMPLES, read_jsonl, run_cli, write_jsonl
+from conftest import ROOT, SAMPLES, machine_lock, read_jsonl, run_cli, write_jsonl
 from openai_server import ServerThread
 from test_openai_summarizer import MODEL, NO_KEY_ENV, SUMMARY_TARGET, TARGET, hermes_rows
 from test_resume import args as resume_args, cached_summaries, freeze, hermes_row, start, thaw, wait_for_parts
@@ -55,14 +57,20 @@ def _ray_start(log: Path, *flags: str) -> subprocess.Popen:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def cluster():
     """Two nodes of one CPU each, separate raylets as two machines would have; this process joins as a driver."""
     # Recent Ray turns token authentication on for a new head once a token exists (~/.ray/auth_token,
     # made by any local ray.init): off for this local test cluster, in the nodes, probes and CLI runs.
+    with machine_lock("ray"):
+        yield from _cluster()
+
+
+def _cluster():
     saved = os.environ.get("RAY_AUTH_MODE")
     os.environ["RAY_AUTH_MODE"] = "disabled"
     port = _free_port()
-    temp = tmp_path_factory.mktemp("ray")
+    # A short folder: Ray's socket paths below it must fit in 107 bytes (a pytest-xdist tmp_path does not)
+    temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
     nodes = [_ray_start(temp / "head.log", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port),
                         "--include-dashboard=false", "--temp-dir", str(temp))]
     address = f"127.0.0.1:{port}"
@@ -91,6 +99,7 @@ def cluster(tmp_path_factory):
             os.environ.pop("RAY_AUTH_MODE")
         else:
             os.environ["RAY_AUTH_MODE"] = saved
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 def _alive(address: str, nodes: int) -> bool:
