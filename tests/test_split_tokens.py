@@ -68,7 +68,7 @@ def full(tok: Tokenizer, text: str) -> int:
 
 
 def by_pieces(tok: Tokenizer, base: str, edited: str) -> int | None:
-    split = SplitTokens(tok.get_added_tokens_decoder())
+    split = SplitTokens(tok.get_added_tokens_decoder(), tok.encode_special_tokens)
     pieces = split.pieces(base, tok.encode(base, add_special_tokens=False).ids)
     if pieces is None:
         return None
@@ -127,3 +127,24 @@ def test_summarized_rows_measured_by_pieces_equal_their_rendering(templated, tem
             assert lengths.measure_edit(base, edited) == whole
     if template in ("qwen3",):
         assert used_pieces == 10  # the test would notice if pieces stopped being used
+
+
+def test_a_single_word_token_matched_raw_leaves_no_split_token():
+    """Whether "foo" (single_word) matches depends on the characters around it, across any split."""
+    tok = Tokenizer(models.WordLevel({c: i for i, c in enumerate("<s>ENDXafo[]")}, unk_token="["))
+    tok.pre_tokenizer = pre_tokenizers.Split("", behavior="isolated")
+    tok.add_special_tokens([AddedToken("<s>"), AddedToken("ENDX")])
+    tok.add_tokens([AddedToken("foo", single_word=True, normalized=False)])
+    assert SplitTokens(tok.get_added_tokens_decoder()).ids == frozenset()
+    counted = by_pieces(tok, "<s>a", "<s>aENDXfoo")
+    assert counted is None or counted == full(tok, "<s>aENDXfoo")
+
+
+def test_special_tokens_split_as_text_never_split():
+    """With split_special_tokens a special token is plain text: only the others split."""
+    tok = sentencepiece_style()
+    tok.add_tokens([AddedToken("<t>", normalized=False)])
+    tok.encode_special_tokens = True
+    added = tok.get_added_tokens_decoder()
+    assert {added[i].content for i in SplitTokens(added, True).ids} == {"<t>"}
+    assert by_pieces(tok, "a<t>b", "a<t>cc") == full(tok, "a<t>cc")

@@ -73,6 +73,11 @@ class TokenCounter:
         return self._backend.get_added_tokens_decoder()
 
     @property
+    def specials_as_text(self) -> bool:
+        """Whether special tokens in a text are tokenized as text (`split_special_tokens`)."""
+        return bool(getattr(self._backend, "encode_special_tokens", False))
+
+    @property
     def has_chat_template(self) -> bool:
         return bool(getattr(self._tokenizer, "chat_template", None))
 
@@ -173,7 +178,7 @@ class TemplateLengths:
                 "tokenizer_config.json or chat_template.jinja); set tokenizer.chat_template to a template file"
             )
         self.counter = counter
-        self.split = SplitTokens(counter.added_tokens())
+        self.split = SplitTokens(counter.added_tokens(), counter.specials_as_text)
 
     def measure(self, texts: Sequence[str], messages: Sequence[dict[str, Any]], costs_above: int | None) -> Measured:
         """The rendered length; per-turn costs only when it is over `costs_above` (they take a render per turn),
