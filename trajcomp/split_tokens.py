@@ -28,17 +28,15 @@ class SplitTokens:
     """
 
     def __init__(self, added: dict[int, Any], specials_as_text: bool = False):
-        contents = {t.content for t in added.values() if t.content}
-        tangled = _tangled(contents)
-        clean = {
+        tangled = _tangled({t.content for t in added.values() if t.content})
+        # A single_word token matched in the raw text looks at the characters around it, across any
+        # split: a piece's count would depend on its neighbours. Then none splits.
+        word_bound = any(t.single_word and not t.normalized for t in added.values())
+        clean = {} if word_bound else {
             i: t.content for i, t in added.items()
             if t.content and t.content not in tangled and not (t.lstrip or t.rstrip or t.single_word or t.normalized)
             and not (specials_as_text and t.special)  # split_special_tokens: they are text like any other
         }
-        # A single_word token matched in the raw text looks at the characters around it, across any
-        # split: a piece's count would depend on its neighbours. Then none splits.
-        if any(t.single_word and not t.normalized for t in added.values()):
-            clean = {}
         self.ids = frozenset(clean)
         self._marker = next(iter(clean.values()), "")
         alternatives = "|".join(map(re.escape, sorted(set(clean.values()), key=len, reverse=True)))
