@@ -103,9 +103,9 @@ def counting(s: Setup) -> list[Figure]:
     from tokenizers import Tokenizer
     from transformers import AutoTokenizer
 
-    from trajcomp.batching import MAX_CHARS, split_by_chars
-    from trajcomp.rows import adapter_for
-    from trajcomp.tokens import TokenCounter
+    from trajcomp.core.batching import MAX_CHARS, split_by_chars
+    from trajcomp.core.rows import adapter_for
+    from trajcomp.core.tokens import TokenCounter
 
     per_row = [[t.text for t in a.turns(a.native_turns(r))] for r in s.rows for a in [adapter_for(r)]]
     flat = [text for texts in per_row for text in texts]
@@ -379,9 +379,9 @@ def _render_limit(s: Setup, folder: Path) -> tuple[Callable[[], Measurement], li
     """A measurement of rendering every row and encoding the renderings on every core; the lengths."""
     from transformers import AutoTokenizer
 
-    from trajcomp.batching import MAX_CHARS, split_by_chars
-    from trajcomp.config import DEFAULT_CHAT_ROLES
-    from trajcomp.rows import adapter_for
+    from trajcomp.core.batching import MAX_CHARS, split_by_chars
+    from trajcomp.core.config import DEFAULT_CHAT_ROLES
+    from trajcomp.core.rows import adapter_for
 
     tok = AutoTokenizer.from_pretrained(str(folder))
     backend = tok.backend_tokenizer
@@ -402,7 +402,7 @@ def _render_limit(s: Setup, folder: Path) -> tuple[Callable[[], Measurement], li
 
 def workers(s: Setup) -> list[Figure]:
     """1 and 2 worker processes (--workers), summarizer-bound at L and pass-through: does a second one pay here?"""
-    from trajcomp.batching import usable_cores
+    from trajcomp.core.batching import usable_cores
 
     figures = []
     for name, target, latency in (
@@ -593,7 +593,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def bench(args: argparse.Namespace, tokenizer: Path, server: tuple[subprocess.Popen, str]) -> tuple[dict, list[Figure], dict]:
-    from trajcomp.tokens import TokenCounter
+    from trajcomp.core.tokens import TokenCounter
 
     info = machine(tokenizer)
     data = bench_data.jsonl(args.work / "data", args.rows, args.seed)

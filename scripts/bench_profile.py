@@ -91,7 +91,7 @@ def _kind(frames: list[str]) -> str:
 
 
 def _short(frame: str) -> str:
-    """'count (trajcomp/tokens.py:39)' from py-spy's frame, without the site-packages prefix."""
+    """'count (trajcomp/core/tokens.py:39)' from py-spy's frame, without the site-packages prefix."""
     name, _, where = frame.partition(" (")
     where = where.rstrip(")").split("site-packages/")[-1].split("/lib/python3")[-1]
     return f"{name} ({where})" if where else name

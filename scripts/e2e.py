@@ -233,7 +233,7 @@ def trim_row(row: dict, protect_last: int, model_tokens: ModelTokenizer, counter
 
 def prepare_input(path: Path, n_rows: int, config, gguf: Path) -> dict[str, dict]:
     """Write the e2e input file; returns its rows by e2e id, in order."""
-    from trajcomp.tokens import TokenCounter
+    from trajcomp.core.tokens import TokenCounter
 
     counter = TokenCounter.for_config(config)
     model_tokens = ModelTokenizer(gguf)
@@ -472,7 +472,7 @@ def main() -> int:
         config_path = args.config.resolve()
         if not config_path.is_file():
             raise CheckFailed(f"config not found: {config_path}")
-        from trajcomp.config import load_config
+        from trajcomp.core.config import load_config
 
         config = load_config(config_path)
         gguf = find_gguf(args.model_path)

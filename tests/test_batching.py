@@ -12,8 +12,8 @@ import pytest
 
 from conftest import CORPUS, DEMO_TOKENIZER, SAMPLES, read_jsonl
 
-from trajcomp.batching import MAX_CHARS, CoalescingCounter, split_by_chars
-from trajcomp.tokens import TokenCounter
+from trajcomp.core.batching import MAX_CHARS, CoalescingCounter, split_by_chars
+from trajcomp.core.tokens import TokenCounter
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +164,7 @@ def test_a_large_count_is_split_across_threads_in_order_and_each_text_keeps_its_
 def test_a_counter_turns_the_rust_thread_pool_off_unless_the_user_chose():
     """The Rust pool's spinning threads would compete with trajcomp's own counting threads."""
     probe = (
-        "import os, sys; from trajcomp.tokens import TokenCounter; TokenCounter(sys.argv[1]); "
+        "import os, sys; from trajcomp.core.tokens import TokenCounter; TokenCounter(sys.argv[1]); "
         "print(os.environ.get('TOKENIZERS_PARALLELISM'))"
     )
     env = {k: v for k, v in os.environ.items() if k != "TOKENIZERS_PARALLELISM"}

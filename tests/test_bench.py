@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from trajcomp.batching import usable_cores
+from trajcomp.core.batching import usable_cores
 
 ROOT = Path(__file__).resolve().parent.parent
 

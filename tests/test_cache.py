@@ -8,8 +8,8 @@ import signal
 import time
 from pathlib import Path
 
-from trajcomp import cache as cache_module
-from trajcomp.cache import SummaryCache
+from trajcomp.engines import summary_cache as cache_module
+from trajcomp.engines.summary_cache import SummaryCache
 from trajcomp.summarizers.base import Summary, request_key
 
 

@@ -12,14 +12,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trajcomp.compressor import TrajectoryCompressor
-from trajcomp.config import CompressionConfig
-from trajcomp.identifiers import INDEX_HEAD
-from trajcomp.metrics import Outcome, RowMetrics
+from trajcomp.core.compressor import TrajectoryCompressor
+from trajcomp.core.config import CompressionConfig
+from trajcomp.core.identifiers import INDEX_HEAD
+from trajcomp.core.metrics import Outcome, RowMetrics
 from trajcomp.summarizers.base import SUMMARY_PREFIX, Summarizer, Summary, SummaryError, SummaryRequest
 from trajcomp.summarizers.extractive import ExtractiveSummarizer
-from trajcomp.summary_turn import USERS_HEAD
-from trajcomp.tokens import TokenCounter
+from trajcomp.core.summary_turn import USERS_HEAD
+from trajcomp.core.tokens import TokenCounter
 
 _COUNTERS: dict[str, TokenCounter] = {}
 

@@ -12,7 +12,7 @@ import yaml
 
 from conftest import ROOT, read_jsonl, run_cli
 from test_cli import assert_ok, hermes_rows, write_jsonl
-from trajcomp.config import LAYOUT, CompressionConfig, ConfigError, load_config
+from trajcomp.core.config import LAYOUT, CompressionConfig, ConfigError, load_config
 
 # The reference's trajectory_compression.yaml layout, every key set to a non-default value.
 REFERENCE_YAML = """\

@@ -15,9 +15,9 @@ import pytest
 
 from conftest import read_jsonl, run_cli, write_jsonl
 
-from trajcomp.compressor import TrajectoryCompressor
-from trajcomp.config import ConfigError, load_config
-from trajcomp.tokens import TokenCounter
+from trajcomp.core.compressor import TrajectoryCompressor
+from trajcomp.core.config import ConfigError, load_config
+from trajcomp.core.tokens import TokenCounter
 
 TARGET, SUMMARY = "1500", "150"
 USER_SIDE = {"human", "observation", "user", "tool"}

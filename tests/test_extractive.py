@@ -9,13 +9,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trajcomp.config import CompressionConfig
-from trajcomp.rows import Turn
+from trajcomp.core.config import CompressionConfig
+from trajcomp.core.rows import Turn
 from trajcomp.summarizers import make_summarizer
 from trajcomp.summarizers.base import SummaryRequest
-from trajcomp.identifiers import INDEX_HEAD, extract
+from trajcomp.core.identifiers import INDEX_HEAD, extract
 from trajcomp.summarizers.extractive import ACTION, ExtractiveSummarizer, Item, extract_items, fit
-from trajcomp.tokens import TokenCounter
+from trajcomp.core.tokens import TokenCounter
 
 _COUNTERS: dict[str, TokenCounter] = {}
 

@@ -20,14 +20,14 @@ import pytest
 from conftest import DEMO_TOKENIZER, SAMPLES, read_jsonl, run_cli, write_jsonl
 from openai_server import ServerThread
 
-from trajcomp.compressor import TrajectoryCompressor
-from trajcomp.config import CompressionConfig
-from trajcomp.identifiers import extract, retention
-from trajcomp.metrics import Outcome
-from trajcomp.rows import OPENAI, SHAREGPT, Turn
+from trajcomp.core.compressor import TrajectoryCompressor
+from trajcomp.core.config import CompressionConfig
+from trajcomp.core.identifiers import extract, retention
+from trajcomp.core.metrics import Outcome
+from trajcomp.core.rows import OPENAI, SHAREGPT, Turn
 from trajcomp.summarizers.base import SUMMARY_PREFIX, Summarizer, Summary, SummaryRequest
-from trajcomp.summary_turn import joined
-from trajcomp.tokens import TemplateLengths, TokenCounter, TurnLengths
+from trajcomp.core.summary_turn import joined
+from trajcomp.core.tokens import TemplateLengths, TokenCounter, TurnLengths
 
 CHAT_ROLES = {"system": "system", "human": "user", "gpt": "assistant", "tool": "tool"}
 

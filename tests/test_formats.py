@@ -21,7 +21,7 @@ from trajcomp.formats.compressed import JSONL_GZ, JSONL_ZST
 from trajcomp.formats.json_array import JSON_ARRAY
 from trajcomp.formats.jsonl import dumps
 from trajcomp.formats.parquet import CONVERSATIONS_TYPE, METRICS_TYPE, PARQUET, ParquetFormat
-from trajcomp.metrics import Outcome, RowMetrics
+from trajcomp.core.metrics import Outcome, RowMetrics
 
 COMPRESSED = Outcome.COMPRESSED
 METRICS_A = RowMetrics(

@@ -118,7 +118,7 @@ def test_map_function_in_users_own_map_gives_the_cli_rows(rows, cli_rows):
 def test_the_function_hashes_the_same_so_the_datasets_cache_works(tmp_path, rows):
     import datasets
     from datasets.fingerprint import Hasher
-    from trajcomp.config import load_config
+    from trajcomp.core.config import load_config
     from trajcomp.hf import compress_dataset, map_function
 
     assert Hasher.hash(map_function(DEMO)) == Hasher.hash(map_function(load_config(DEMO)))
@@ -133,7 +133,7 @@ def test_the_function_hashes_the_same_so_the_datasets_cache_works(tmp_path, rows
 def test_metrics_column_type_has_every_row_metrics_field():
     from trajcomp.formats.parquet import METRICS_TYPE as ROW_METRICS_TYPE
     from trajcomp.hf import METRICS_COLUMN_TYPE
-    from trajcomp.metrics import Outcome, RowMetrics
+    from trajcomp.core.metrics import Outcome, RowMetrics
 
     keys = list(RowMetrics(Outcome.COMPRESSED, 10, 5, 4, 3, 8, (1, 2)).to_dict())
     assert sorted(ROW_METRICS_TYPE.names) == sorted(keys)
@@ -187,7 +187,7 @@ def test_on_reject_raise_names_the_row(rows, num_proc):
 
 def test_bad_arguments_fail_before_any_work(rows):
     import datasets
-    from trajcomp.config import ConfigError
+    from trajcomp.core.config import ConfigError
     from trajcomp.hf import compress_dataset
 
     ds = datasets.Dataset.from_list(rows[:1])
@@ -253,7 +253,7 @@ def test_openai_summarizer_one_session_per_worker_process(tmp_path, rows):
 def test_a_cache_dir_shared_with_a_cli_run_pays_no_summary_twice(tmp_path, rows):
     """Summaries the CLI paid for, in --cache-dir, answer both map workers: no chat request at all."""
     import datasets
-    from trajcomp.config import load_config
+    from trajcomp.core.config import load_config
     from trajcomp.hf import compress_dataset
 
     cache = tmp_path / "shared_cache"

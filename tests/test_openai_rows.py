@@ -16,13 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trajcomp.compressor import TrajectoryCompressor
-from trajcomp.config import CompressionConfig
-from trajcomp.metrics import Outcome
-from trajcomp.planner import PlanParams, plan
-from trajcomp.rows import FORMATS_BY_NAME, OpenAIMessages, RowError, ShareGPT, Turn, detect_format
+from trajcomp.core.compressor import TrajectoryCompressor
+from trajcomp.core.config import CompressionConfig
+from trajcomp.core.metrics import Outcome
+from trajcomp.core.planner import PlanParams, plan
+from trajcomp.core.rows import FORMATS_BY_NAME, OpenAIMessages, RowError, ShareGPT, Turn, detect_format
 from trajcomp.summarizers import SUMMARY_PREFIX
-from trajcomp.tokens import TokenCounter
+from trajcomp.core.tokens import TokenCounter
 
 OPENAI = OpenAIMessages()
 OPENAI_ROLES = {"system", "developer", "user", "assistant", "tool", "function"}

@@ -28,14 +28,14 @@ from openai_server import THINK_PREFIX, FakeOpenAIServer, ServerThread
 from openai_server import summarize as server_answer
 
 from trajcomp import cli
-from trajcomp.config import CompressionConfig
-from trajcomp.identifiers import INDEX_HEAD
-from trajcomp.redact import REDACTED
-from trajcomp.render import render_report
-from trajcomp.rows import Turn
+from trajcomp.core.config import CompressionConfig
+from trajcomp.core.identifiers import INDEX_HEAD
+from trajcomp.core.redact import REDACTED
+from trajcomp.reports.text import render_report
+from trajcomp.core.rows import Turn
 from trajcomp.summarizers.base import SUMMARY_PREFIX, Summary, SummaryError, SummaryRequest
 from trajcomp.summarizers.openai import SYSTEM_PROMPT, OpenAISummarizer, clean_summary
-from trajcomp.tokens import TokenCounter
+from trajcomp.core.tokens import TokenCounter
 
 MODEL = "test-model"
 OTHER_MODEL = "other-model"
@@ -752,7 +752,7 @@ def test_secrets_in_summaries_are_redacted(srv, data, tmp_path, bpe_tokenizer):
                                  "Zz-9f8e7d6c-ключ-ÿ", "x7"])
 def test_echoed_api_key_in_an_error_body_never_reaches_the_row(key, monkeypatch, tmp_path, bpe_tokenizer):
     """The server refuses our key and echoes it (401): the row's error says so without the key."""
-    from trajcomp.compressor import TrajectoryCompressor
+    from trajcomp.core.compressor import TrajectoryCompressor
 
     monkeypatch.setenv("TRAJCOMP_TEST_ECHO_KEY", key)
 

@@ -1,4 +1,4 @@
-"""Property and example tests of `trajcomp.planner.plan`.
+"""Property and example tests of `trajcomp.core.planner.plan`.
 
 The planner is a pure function of roles and token counts, so hypothesis drives it directly.
 Each plan is applied the way the compressor applies it, and the resulting role sequence is
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trajcomp.planner import Decision, Plan, PlanParams, plan
+from trajcomp.core.planner import Decision, Plan, PlanParams, plan
 
 ROLES = ("system", "human", "gpt", "tool")
 FLAGS = ("protect_first_system", "protect_first_human", "protect_first_gpt", "protect_first_tool")
@@ -489,7 +489,7 @@ def test_exactly_at_target_is_skipped_and_one_over_is_not():
 
 
 def test_plan_params_from_config_reads_every_field():
-    from trajcomp.config import CompressionConfig
+    from trajcomp.core.config import CompressionConfig
 
     cfg = CompressionConfig(target_max_tokens=900, summary_target_tokens=90, protect_first_tool=False,
                             protect_last_n_turns=7)

@@ -29,8 +29,8 @@ from conftest import ROOT, SAMPLES, machine_lock, read_jsonl, run_cli, write_jso
 from openai_server import ServerThread
 from test_openai_summarizer import MODEL, NO_KEY_ENV, SUMMARY_TARGET, TARGET, hermes_rows
 from test_resume import args as resume_args, cached_summaries, freeze, hermes_row, start, thaw, wait_for_parts
-from trajcomp.compressor import TrajectoryCompressor
-from trajcomp.config import load_config
+from trajcomp.core.compressor import TrajectoryCompressor
+from trajcomp.core.config import load_config
 import trajcomp.ray as trajcomp_ray
 
 CONFIG = ROOT / "configs" / "demo.yaml"
@@ -283,7 +283,7 @@ def test_python_compress_equals_the_core(cluster):
 
 
 def test_nothing_else_imports_ray_and_bad_ray_flags_exit_2(tmp_path):
-    code = "import sys, trajcomp, trajcomp.cli, trajcomp.pipeline; assert 'ray' not in sys.modules"
+    code = "import sys, trajcomp, trajcomp.cli, trajcomp.engines.pipeline; assert 'ray' not in sys.modules"
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 0
     src = SAMPLES / "hermes_research_runs.jsonl"
     bad = run_cli("compress", str(src), "-c", str(CONFIG), "-o", str(tmp_path / "x.jsonl"), "--engine", "spark")

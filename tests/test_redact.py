@@ -1,11 +1,11 @@
-"""trajcomp.redact: every secret pattern, ordinary text left alone, and the texts redaction keeps whole."""
+"""trajcomp.core.redact: every secret pattern, ordinary text left alone, and the texts redaction keeps whole."""
 from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trajcomp.redact import REDACTED, kept_whole, redact
+from trajcomp.core.redact import REDACTED, kept_whole, redact
 
 PEM = (
     "-----BEGIN RSA PRIVATE KEY-----\n"

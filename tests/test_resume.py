@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT, read_jsonl, run_cli, write_jsonl
 from openai_server import ServerThread
 
-from trajcomp.render import render_report
+from trajcomp.reports.text import render_report
 
 ROWS = 24
 

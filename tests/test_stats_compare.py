@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
-from trajcomp.compare import difference, short_names
-from trajcomp.config import CompressionConfig
-from trajcomp.planner import Decision, PlanParams, plan
-from trajcomp.tokens import TokenCounter
+from trajcomp.cli.compare import difference, short_names
+from trajcomp.core.config import CompressionConfig
+from trajcomp.core.planner import Decision, PlanParams, plan
+from trajcomp.core.tokens import TokenCounter
 
 TARGET, SUMMARY, LAST_N = 2500, 200, 3
 BUDGET = ("--target-max-tokens", str(TARGET), "--summary-target-tokens", str(SUMMARY), "--protect-last-n", str(LAST_N))

@@ -13,10 +13,10 @@ import pytest
 from conftest import DEMO_TOKENIZER, SAMPLES, run_cli
 from openai_server import ServerThread
 
-from trajcomp.compressor import TrajectoryCompressor
-from trajcomp.config import CompressionConfig
+from trajcomp.core.compressor import TrajectoryCompressor
+from trajcomp.core.config import CompressionConfig
 from trajcomp.summarizers.http import ContextRefusal, context_refusal
-from trajcomp.tokens import TokenCounter
+from trajcomp.core.tokens import TokenCounter
 
 MODEL = "test-model"
 LIMIT = 8192

@@ -15,14 +15,14 @@ import pytest
 from conftest import DEMO_TOKENIZER, run_cli
 from openai_server import ServerThread
 
-from trajcomp.compressor import TrajectoryCompressor
-from trajcomp.config import CompressionConfig
-from trajcomp.metrics import Outcome
-from trajcomp.rows import Turn
-from trajcomp.summary_turn import (
+from trajcomp.core.compressor import TrajectoryCompressor
+from trajcomp.core.config import CompressionConfig
+from trajcomp.core.metrics import Outcome
+from trajcomp.core.rows import Turn
+from trajcomp.core.summary_turn import (
     CUT, EMPTY_SECTION, HANDOFF_SECTIONS, USERS_HEAD, UserWords, compose, sections, user_words,
 )
-from trajcomp.tokens import TokenCounter
+from trajcomp.core.tokens import TokenCounter
 
 MODEL = "test-model"
 TASK = "The parser drops the last field of every line in src/parser/core.py. Fix it and make the tests pass."

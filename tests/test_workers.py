@@ -20,9 +20,9 @@ from conftest import ROOT, run_cli, write_jsonl
 from openai_server import ServerThread
 from test_resume import args, cached_summaries, freeze, hermes_row, thaw, wait_for_parts
 
-from trajcomp.batching import usable_cores
-from trajcomp.config import CompressionConfig
-from trajcomp.workers import merged_stats, shares, worker_count
+from trajcomp.core.batching import usable_cores
+from trajcomp.core.config import CompressionConfig
+from trajcomp.engines.workers import merged_stats, shares, worker_count
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import make_golden  # noqa: E402
@@ -256,8 +256,8 @@ def test_a_worker_dying_with_no_row_fails_the_rows_the_others_hold(bpe_tokenizer
     only row in flight waits in worker 0 on a held call, and worker 1, idle, is killed."""
     from test_openai_summarizer import NO_KEY_ENV
 
-    from trajcomp.tokens import TokenCounter
-    from trajcomp.workers import WorkerDied, WorkerPool
+    from trajcomp.core.tokens import TokenCounter
+    from trajcomp.engines.workers import WorkerDied, WorkerPool
 
     with ServerThread(latency=0.1) as server:
         config = CompressionConfig(

@@ -1,8 +1,12 @@
-"""trajcomp: compress agent trajectories so they fit a training context window."""
+"""trajcomp: compress agent trajectories so they fit a training context window.
 
-__version__ = "0.1.0"
+The public API: `TrajectoryCompressor`, `CompressionConfig` and `load_config` here; `trajcomp.hf`
+(`datasets`) and `trajcomp.ray` (Ray Data) for engines; `trajcomp.summarizers` for summarizers.
+docs/ARCHITECTURE.md describes the packages behind them.
+"""
 
-from .config import CompressionConfig, load_config  # noqa: E402
-from .compressor import TrajectoryCompressor  # noqa: E402
+from .version import __version__
+from .core.config import CompressionConfig, load_config
+from .core.compressor import TrajectoryCompressor
 
 __all__ = ["CompressionConfig", "TrajectoryCompressor", "load_config", "__version__"]

@@ -2,6 +2,7 @@
 
 Output is written in parts (each a complete file for a fixed range of input rows) and joined
 into the final file at the end: that is what lets a killed run resume with identical bytes.
+Imports only `core` (a row's errors).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, Sequence
 
-from ..rows import RowError
+from ..core.rows import RowError
 
 
 def json_text(value: Any) -> str:

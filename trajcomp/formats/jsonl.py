@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Sequence
 
-from ..rows import RowError
+from ..core.rows import RowError
 from .base import AtomicFile, Format, PartWriter, Record, StreamPart, concat_files, json_text
 
 

@@ -11,14 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import ConfigError
-from ..metrics import nearest_rank
-from ..redact import redact
-from ..rows import Turn
-from ..summary_turn import DEFAULT_PREFIX, HANDOFF, PROSE, strip_prefix
+from ..core.config import ConfigError
+from ..core.metrics import nearest_rank
+from ..core.redact import redact
+from ..core.rows import Turn
+from ..core.summary_turn import DEFAULT_PREFIX, HANDOFF, PROSE, strip_prefix
 from .base import Summarizer, Summary, SummaryError, SummaryRequest, request_key
 from .guard import fit_turns
-from ..tokens import TokenCounter
+from ..core.tokens import TokenCounter
 from .http import ContextRefusal, Endpoint, Failure, PreflightError, RetryPolicy
 
 __all__ = ["HANDOFF_PROMPT", "OpenAISummarizer", "PreflightError", "SYSTEM_PROMPT"]

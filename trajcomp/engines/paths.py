@@ -10,8 +10,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import CompressionConfig, ConfigError
-from .formats import HF, INPUT_SUFFIXES, OUTPUT_FORMATS, OUTPUT_SUFFIXES, is_dataset_folder, name_suffix, split_suffix
+from ..core.config import CompressionConfig, ConfigError
+from ..formats import HF, INPUT_SUFFIXES, OUTPUT_FORMATS, OUTPUT_SUFFIXES, is_dataset_folder, name_suffix, split_suffix
 from .remote import is_uri
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .report import Comparison, DatasetStats, Figure, Report, read_report
+from .schema import Comparison, DatasetStats, Figure, Report, read_report
 
 
 def _n(value: float) -> str:

@@ -12,11 +12,11 @@ from html import escape
 from pathlib import Path
 from typing import Any, Sequence
 
-from .formats.base import AtomicFile
-from .metrics import bin_index
-from .render import _n, run_letters
-from .render import _value as _fmt
-from .report import FIGURES, Comparison, Report, Retention
+from ..formats.base import AtomicFile
+from ..core.metrics import bin_index
+from .text import _n, run_letters
+from .text import _value as _fmt
+from .schema import FIGURES, Comparison, Report, Retention
 
 STATUS_TEXT = {
     "under_target": "under target: already fit, left as they were",

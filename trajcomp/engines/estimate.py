@@ -8,15 +8,15 @@ from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import Iterable, Iterator
 
-from .formats import Record, format_for
-from .formats.base import read_checked
-from .metrics import distribution
+from ..formats import Record, format_for
+from ..formats.base import read_checked
+from ..core.metrics import distribution
 from .paths import FileJob
-from .report import DatasetStats, FileRows, Percentiles, TokenizerInfo, lengths
+from ..reports.schema import DatasetStats, FileRows, Percentiles, TokenizerInfo, lengths
 from .selection import Selection, Taker
-from .planner import Decision, PlanParams, plan
-from .rows import RowError, RowSchema
-from .tokens import TokenCounter, lengths_for
+from ..core.planner import Decision, PlanParams, plan
+from ..core.rows import RowError, RowSchema
+from ..core.tokens import TokenCounter, lengths_for
 
 BATCH_ROWS = 256  # rows counted per call to the tokenizer
 
@@ -69,7 +69,7 @@ class Estimate:
 def estimate(files: Iterable[FileJob], selection: Selection, counter: TokenCounter, cfg) -> Estimate:
     """Plan every selected row, counted as `compression.count_mode` says; the after-figures assume
     summaries of exactly the target size."""
-    from .compressor import plan_params  # the run's own planning: the estimate plans as compress does
+    from ..core.compressor import plan_params  # the run's own planning: the estimate plans as compress does
 
     lengths = lengths_for(cfg.count_mode, counter)
     params, schema = plan_params(cfg, lengths), RowSchema.from_config(cfg)

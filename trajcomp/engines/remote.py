@@ -17,7 +17,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import ConfigError
+from ..core.config import ConfigError
 
 # The local stage: mirrors of remote inputs, and each remote output's local run (its work folder too).
 STAGE_ENV = "TRAJCOMP_STAGE_DIR"

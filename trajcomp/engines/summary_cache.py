@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .remote import is_uri, open_uri
-from .summarizers.base import Summarizer, Summary, SummaryRequest
+from ..summarizers.base import Summarizer, Summary, SummaryRequest
 
 SUFFIX = ".jsonl"
 REFRESH_SECONDS = 1.0  # a miss looks for other processes' new lines at most this often

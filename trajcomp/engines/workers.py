@@ -32,12 +32,12 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Callable
 
-from .batching import usable_cores
-from .cache import CachedSummarizer, open_cache
-from .compressor import RowResult, TrajectoryCompressor
-from .config import CompressionConfig
-from .summarizers import make_summarizer
-from .tokens import TokenCounter
+from ..core.batching import usable_cores
+from .summary_cache import CachedSummarizer, open_cache
+from ..core.compressor import RowResult, TrajectoryCompressor
+from ..core.config import CompressionConfig
+from ..summarizers import make_summarizer
+from ..core.tokens import TokenCounter
 
 STOP_GRACE = 10.0  # seconds a worker has to finish closing (its HTTP session, the cache) once told to stop
 

@@ -19,18 +19,18 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterable
 
-from . import __version__
+from ..version import __version__
 from .checkpoint import WorkDir
-from .compressor import TrajectoryCompressor
-from .config import CompressionConfig
-from .formats import Format, Record, format_for, identity
-from .formats.base import InputError, PartWriter, input_schema, read_checked, write_json
-from .formats.jsonl import JSONL
-from .metrics import Aggregate, Outcome, RowMetrics
+from ..core.compressor import TrajectoryCompressor
+from ..core.config import CompressionConfig
+from ..formats import Format, Record, format_for, identity
+from ..formats.base import InputError, PartWriter, input_schema, read_checked, write_json
+from ..formats.jsonl import JSONL
+from ..core.metrics import Aggregate, Outcome, RowMetrics
 from .paths import FileJob, Layout
 from .progress import Progress
 from .remote import WorkMirror
-from .report import Processing, Report, TokenizerInfo, from_aggregate
+from ..reports.schema import Processing, Report, TokenizerInfo, from_aggregate
 from .selection import Selection, Taker
 from .workers import WorkerPool, build_core, worker_count
 

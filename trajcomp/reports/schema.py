@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
-from .metrics import LENGTH_EDGES, RATIO_EDGES, RETENTION_EDGES, STATUSES, Aggregate, Outcome, bin_counts, distribution
+from ..core.metrics import LENGTH_EDGES, RATIO_EDGES, RETENTION_EDGES, STATUSES, Aggregate, Outcome, bin_counts, distribution
 
 SCHEMA_VERSION = 2
 Number = Union[int, float]

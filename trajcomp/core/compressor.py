@@ -17,7 +17,7 @@ from .metrics import Outcome, RowMetrics, assistant_share
 from .planner import Decision, Plan, PlanParams, plan
 from .redact import kept_whole
 from .rows import SHAREGPT, RowError, RowSchema, Turn
-from .summarizers import Summarizer, Summary, SummaryError, SummaryRequest, make_summarizer
+from .summarizer import Summarizer, Summary, SummaryError, SummaryRequest, make_summarizer
 from .summary_turn import UserWords
 from .tokens import Measured, TokenCounter, lengths_for
 

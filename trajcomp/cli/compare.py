@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from .errors import fail
-from .report import FIGURES, Comparison, NotAReport, Report, comparison, difference, load  # noqa: F401 (difference: API)
+from ..reports.schema import FIGURES, Comparison, NotAReport, Report, comparison, difference, load  # noqa: F401 (difference: API)
 
 
 def compare(
@@ -46,7 +46,7 @@ def compare(
     except NotAReport as exc:
         fail(str(exc))
     if html is not None:
-        from .page import comparison_page, write_page
+        from ..reports.page import comparison_page, write_page
 
         try:
             write_page(html, comparison_page(loaded, result))
@@ -55,7 +55,7 @@ def compare(
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:
-        from .render import render_comparison
+        from ..reports.text import render_comparison
 
         typer.echo(render_comparison(result, FIGURES))
 

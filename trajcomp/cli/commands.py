@@ -12,10 +12,10 @@ from typing import Optional
 import typer
 from typer.exceptions import TyperException
 
-from . import __version__
-from .config import ConfigError, load_config
+from ..version import __version__
+from ..core.config import ConfigError, load_config
 from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_ROWS_FAILED, EXIT_TERMINATED, EXIT_USAGE, fail
-from .tokens import TokenCounter, TokenizerLoadError
+from ..core.tokens import TokenCounter, TokenizerLoadError
 
 app = typer.Typer(
     add_completion=False,
@@ -123,10 +123,10 @@ def compress(
 
     An interrupted run (Ctrl-C, kill -9, a crash) resumes when the same command is run again.
     """
-    from .paths import resolve
-    from .pipeline import RunOptions
-    from .remote import stage
-    from .selection import Selection
+    from ..engines.paths import resolve
+    from ..engines.pipeline import RunOptions
+    from ..engines.remote import stage
+    from ..engines.selection import Selection
 
     try:
         cfg = load_config(
@@ -176,7 +176,7 @@ def compress(
 
 def _ray_options(engine: str, dry_run: bool, address: str | None, actors: int):
     """The Ray engine's options, or None for the local engine (a dry run never summarizes: it stays local)."""
-    from .pipeline import RayOptions
+    from ..engines.pipeline import RayOptions
 
     if engine not in ("local", "ray"):
         raise ConfigError(f"--engine must be local or ray, got {engine!r}")
@@ -196,9 +196,9 @@ def _dotted(suffix: str | None) -> str | None:
 
 
 def _dry_run(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None:
-    from .estimate import estimate
-    from .formats.base import InputError
-    from .render import render_estimate
+    from ..engines.estimate import estimate
+    from ..formats.base import InputError
+    from ..reports.text import render_estimate
     from .stats import tokenizer_info
 
     try:
@@ -213,10 +213,10 @@ def _dry_run(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None:
 
 
 def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool, html: bool, ray, staged) -> None:
-    from .pipeline import Runner, SummarizerDown, build_rows
-    from .formats.base import InputError
-    from .summarizers.http import PreflightError
-    from .workers import WorkerDied
+    from ..engines.pipeline import Runner, SummarizerDown, build_rows
+    from ..formats.base import InputError
+    from ..summarizers.http import PreflightError
+    from ..engines.workers import WorkerDied
 
     try:
         rows = build_rows(cfg, counter, layout, ray, options.quiet)
@@ -249,15 +249,15 @@ def _resume_hint(layout) -> str:
 def _finish(report, layout, quiet: bool, as_json: bool, html: bool, retry: str, staged) -> None:
     """Write the page if asked, upload what a run into object storage wrote, print the report; exit 1
     when a whole file was rejected, 3 when some rows' summaries could not be had."""
-    from .formats.base import write_json
-    from .render import render_report
+    from ..formats.base import write_json
+    from ..reports.text import render_report
 
     page = layout.report.with_suffix(".html") if html else None
     if staged.output_uri is not None:
         staged.rename(report.processing)
         write_json(layout.report, report.to_dict(), indent=2)
     if page is not None:
-        from .page import report_page, write_page
+        from ..reports.page import report_page, write_page
 
         write_page(page, report_page(report))
     try:
@@ -323,8 +323,8 @@ def report_command(
     The page is inline SVG and CSS only (no script, nothing fetched): it opens from disk, offline,
     in light or dark mode. Reports of earlier trajcomp versions load too.
     """
-    from .page import report_page, write_page
-    from .report import NotAReport, load
+    from ..reports.page import report_page, write_page
+    from ..reports.schema import NotAReport, load
 
     try:
         loaded = load(report)
@@ -345,6 +345,3 @@ from .stats import stats as _stats  # noqa: E402
 app.command("stats")(_stats)
 app.command("compare")(_compare)
 
-
-if __name__ == "__main__":
-    main()

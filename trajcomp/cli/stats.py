@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from .config import ConfigError, load_config
+from ..core.config import ConfigError, load_config
 from .errors import EXIT_FAILED, fail
-from .formats.base import InputError
-from .tokens import TokenCounter, TokenizerLoadError
+from ..formats.base import InputError
+from ..core.tokens import TokenCounter, TokenizerLoadError
 
 if TYPE_CHECKING:
-    from .paths import FileJob
-    from .report import DatasetStats, TokenizerInfo
+    from ..engines.paths import FileJob
+    from ..reports.schema import DatasetStats, TokenizerInfo
 
 # Heavier modules (estimate -> compressor, summarizers) are imported inside the command, as in cli.py:
 # this module is imported on every `trajcomp` invocation.
@@ -77,15 +77,15 @@ def stats(
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:
-        from .render import render_stats
+        from ..reports.text import render_stats
 
         typer.echo(render_stats(result))
 
 
 def input_jobs(inputs: list[str]) -> list[FileJob]:
     """The input files, found as `compress` finds them, each once; ConfigError when there are none."""
-    from .formats import INPUT_SUFFIXES, is_dataset_folder, split_suffix
-    from .paths import FileJob, expand_inputs
+    from ..formats import INPUT_SUFFIXES, is_dataset_folder, split_suffix
+    from ..engines.paths import FileJob, expand_inputs
 
     jobs, seen = [], set()
     for file, root in expand_inputs(inputs).pairs:
@@ -102,14 +102,14 @@ def input_jobs(inputs: list[str]) -> list[FileJob]:
 
 def dataset_stats(jobs: list[FileJob], counter: TokenCounter, cfg) -> DatasetStats:
     """The figures of `trajcomp stats --json` (keys in the command's help)."""
-    from .estimate import estimate
-    from .selection import Selection
+    from ..engines.estimate import estimate
+    from ..engines.selection import Selection
 
     planned = estimate(jobs, Selection(), counter, cfg)
     return planned.to_stats([str(job.input) for job in jobs], tokenizer_info(counter))
 
 
 def tokenizer_info(counter: TokenCounter) -> TokenizerInfo:
-    from .report import TokenizerInfo
+    from ..reports.schema import TokenizerInfo
 
     return TokenizerInfo(**vars(counter.info))

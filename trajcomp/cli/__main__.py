@@ -1,0 +1,5 @@
+"""`python -m trajcomp.cli`: the `trajcomp` command."""
+
+from .commands import main
+
+main()

@@ -1,0 +1,123 @@
+"""The one async interface every summarizer implements, and the lookup of one by name.
+
+The row core depends on this interface only: an implementation is passed in by whoever builds the
+compressor, or named by `config.summarizer` and found through the `trajcomp.summarizers` entry-point
+group (the built-in ones included), so no module here imports a summarizer.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from importlib import import_module
+from importlib.metadata import entry_points
+from typing import Any
+
+from ..core.rows import Turn
+from ..core.summary_turn import DEFAULT_PREFIX as SUMMARY_PREFIX  # noqa: F401  (public name)
+
+
+@dataclass(frozen=True)
+class SummaryRequest:
+    turns: tuple[Turn, ...]
+    # The length of the summarizer's own text: the summary turn's budget less its prefix, the
+    # user's words carried verbatim and the room kept for the identifier index (compressor.py).
+    target_tokens: int
+    # Seconds for this summary, all retries included. Summarizers enforce it themselves, from the
+    # moment they start working on it (not while queueing for capacity).
+    timeout: float | None = None
+    # The length to ask a model for: below the budget when an earlier answer overshot it.
+    stated_tokens: int | None = None
+    # A summary of the first `covered` turns, made by an earlier pass: a model updates it with
+    # the turns after them rather than summarizing a summary blindly.
+    previous: str | None = None
+    covered: int = 0
+    # The token counts of the turns' texts when the caller has them: no need to count them again.
+    costs: tuple[int, ...] | None = None
+    # The turns' identifiers (identifiers.extract), when the caller has them: the summary's index lists them.
+    identifiers: tuple[str, ...] | None = None
+    # The summary's shape (summary_turn.STYLES): `handoff` asks for its Markdown sections.
+    style: str = "prose"
+    # The row's first user request, the session's goal (handoff only): the turns may not show it.
+    goal: str | None = None
+
+    @property
+    def stated(self) -> int:
+        return self.target_tokens if self.stated_tokens is None else self.stated_tokens
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A summary body (no prefix) and its own provenance, which travels with it into rows and the cache."""
+
+    text: str
+    api_calls: int = 0
+    errors: int = 0  # failed attempts before the one that succeeded
+
+
+class SummaryError(Exception):
+    """No usable summary could be had; the row is left as it was."""
+
+    def __init__(self, message: str, api_calls: int = 0, errors: int = 0):
+        super().__init__(message)
+        self.api_calls = api_calls
+        self.errors = errors
+
+
+class Summarizer(ABC):
+    """Turns a run of turns into a summary body within a token budget."""
+
+    name: str = "base"
+    cacheable: bool = False  # worth a summary cache (costly calls); see cache_key
+
+    async def start(self) -> None:
+        """Open resources and check they work, before the first row (default: nothing)."""
+
+    @abstractmethod
+    async def summarize(self, request: SummaryRequest) -> Summary:
+        """A summary of `request.turns`, or SummaryError."""
+
+    async def close(self) -> None:
+        """Release resources (default: nothing)."""
+
+    def cache_key(self, request: SummaryRequest) -> str | None:
+        """A key naming everything that decides this summary, or None when not worth caching."""
+        return None
+
+    def live(self) -> dict[str, int]:
+        """Facts for the progress bar, such as calls in flight."""
+        return {}
+
+    def secrets(self) -> tuple[str, ...]:
+        """Values that must never be written anywhere (an API key), for redaction."""
+        return ()
+
+    def run_stats(self) -> dict[str, Any]:
+        """Facts about this run for the report (calls, retries, latency...)."""
+        return {}
+
+
+BUILTIN = {
+    "extractive": "trajcomp.summarizers.extractive:ExtractiveSummarizer",
+    "openai": "trajcomp.summarizers.openai:OpenAISummarizer",
+}
+
+
+def _targets() -> dict[str, str]:
+    found = dict(BUILTIN)
+    for ep in entry_points(group="trajcomp.summarizers"):
+        found.setdefault(ep.name, ep.value)
+    return found
+
+
+def names() -> list[str]:
+    return sorted(_targets())
+
+
+def make_summarizer(name: str, config, counter) -> Summarizer:
+    """Build the summarizer called `name`; a plugin class takes (config, counter) like the built-ins."""
+    target = _targets().get(name)
+    if target is None:
+        raise ConfigError(f"unknown summarizer '{name}' (available: {', '.join(names())})")
+    module, _, attr = target.partition(":")
+    return getattr(import_module(module), attr)(config, counter)

@@ -1,0 +1,217 @@
+"""Ray engine: the row core on Ray actors, for runs that need many machines (the `[ray]` extra).
+
+`compress(ds, config)` maps a Ray Dataset (Ray Data reads and writes, actors compress).
+`RayPool` is `trajcomp compress --engine ray`: the local engine's run (reading, selection, order,
+checkpoints, resume, the report) with its rows compressed by actors spread over the cluster's
+nodes instead of by local worker processes. This is the only module that imports ray.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from pathlib import Path
+from typing import Any, Mapping
+
+import pyarrow as pa
+import ray
+
+from ..core.compressor import RowResult, TrajectoryCompressor
+from ..core.config import CompressionConfig, ConfigError, as_config
+from ..formats.parquet import _rows, to_table
+from .hf import METRICS_COLUMN_TYPE, core, metrics_value
+from ..core.tokens import TokenCounter
+from .workers import Together, WorkerDied, build_core, shares
+
+# Actors ask for part of a CPU: a whole one each leaves none for Ray Data's read and write tasks
+# (`compress`) and, on nodes of one CPU, places one actor a node at most.
+ACTOR_CPUS = 0.5
+# A lost actor (its process killed, its node gone) is restarted and its calls retried this many times.
+ACTOR_RESTARTS = 3
+CONNECT_SECONDS = 10.0  # to reach --ray-address before Ray is asked to join it
+STOP_SECONDS = 10.0  # an actor's time to close its summarizer session and hand back its figures
+
+
+def _absolute(config: CompressionConfig) -> CompressionConfig:
+    """Local paths made absolute: Ray's workers do not run in the driver's working directory."""
+    changes = {}
+    for name in ("tokenizer_name", "prompt_file", "chat_template", "summary_tokenizer"):
+        value = getattr(config, name)
+        if value and Path(value).exists():
+            changes[name] = str(Path(value).resolve())
+    return config.replace(**changes)
+
+
+# ---- the actors ---------------------------------------------------------------------------------
+
+
+class _Actor:
+    """Per actor, opened once: the tokenizer, one summarizer session and the event loop it lives on."""
+
+    def __init__(self, config: CompressionConfig):
+        self.loop = asyncio.new_event_loop()
+        self.compressor = core(config)
+        self.loop.run_until_complete(self.compressor.start())
+
+    def compress(self, rows: list[Any]) -> list[RowResult]:
+        return self.loop.run_until_complete(self.compressor.compress_rows(rows))
+
+    def __del__(self) -> None:  # Ray Data deletes the UDF when the actor pool shuts down
+        loop = getattr(self, "loop", None)
+        if loop is not None and not loop.is_closed():
+            loop.run_until_complete(self.compressor.close())
+            loop.close()
+
+
+class _Columns(_Actor):
+    """`compress`'s UDF: columns in, the same columns compressed (rejected rows unchanged) plus metrics."""
+
+    def __init__(self, config: CompressionConfig, metrics_column: str | None):
+        super().__init__(config)
+        self.metrics_column = metrics_column
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        rows = _rows(batch)  # as the local Parquet reader reads them (nanosecond times included)
+        results = self.compress(rows)
+        table = to_table([row if r.rejected else r.row for r, row in zip(results, rows)], batch.schema)
+        if self.metrics_column is None:
+            return table
+        metrics = pa.array([metrics_value(r) for r in results], METRICS_COLUMN_TYPE)
+        if self.metrics_column in table.column_names:
+            table = table.drop_columns([self.metrics_column])
+        return table.append_column(pa.field(self.metrics_column, METRICS_COLUMN_TYPE), metrics)
+
+
+def _map(ds: "ray.data.Dataset", udf: type, args: tuple, concurrency: int, batch_size: int) -> "ray.data.Dataset":
+    # batch_format="pyarrow": nested columns (conversations) as numpy objects do not write back as Parquet.
+    return ds.map_batches(
+        udf, fn_constructor_args=args, batch_format="pyarrow", batch_size=batch_size,
+        compute=ray.data.ActorPoolStrategy(size=concurrency), num_cpus=ACTOR_CPUS,
+    )
+
+
+def compress(
+    ds: "ray.data.Dataset",
+    config: CompressionConfig | Mapping[str, Any] | str | os.PathLike,
+    *,
+    concurrency: int = 2,
+    batch_size: int = 64,
+    metrics_column: str | None = "compression",
+) -> "ray.data.Dataset":
+    """`ds` with every row compressed by `concurrency` actors; rejected rows stay as they were, their
+    `metrics_column` saying `status: rejected`, `reason` and `detail` (None: no metrics column)."""
+    cfg = _absolute(as_config(config))
+    return _map(ds, _Columns, (cfg, metrics_column), concurrency, batch_size)
+
+
+# ---- the CLI's engine: the local run, rows compressed by actors ----------------------------------
+
+
+@ray.remote
+class _CoreActor:
+    """A row core on one node: its tokenizer, summarizer session and the cache, many rows in flight."""
+
+    def __init__(self, config: CompressionConfig, cache: str | None):
+        self.core = build_core(config, TokenCounter.for_config(config), cache)
+        self.started: asyncio.Task | None = None
+
+    async def start(self) -> str:
+        """The core started once (also after Ray restarted this actor); the node it runs on."""
+        if self.started is None:
+            self.started = asyncio.ensure_future(self.core.start())
+        await self.started
+        return ray.get_runtime_context().get_node_id()
+
+    async def compress_row(self, row: Any) -> tuple[RowResult, dict[str, int]]:
+        await self.start()
+        return await self.core.compress_row(row), self.core.summarizer.live()
+
+    async def stop(self) -> dict[str, Any]:
+        await self.core.close()
+        return self.core.summarizer.run_stats()
+
+
+def _check_reachable(address: str | None) -> None:
+    """A HOST:PORT nothing listens on is one line at once (Ray itself retries for minutes)."""
+    host, _, port = (address or "").rpartition(":")
+    if not host or not port.isdigit() or "://" in address:
+        return  # none (a Ray instance of this machine), `auto`, or a ray:// client address: Ray's to judge
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_SECONDS).close()
+    except OSError as exc:
+        raise ConfigError(f"cannot join the Ray cluster at {address}: {exc.strerror or exc}") from None
+
+
+class RayPool:
+    """`actors` Ray actors behind the row core's interface (start, compress_row, close), as the
+    local run uses it; spread over the nodes, each with a share of `max_concurrent_requests`."""
+
+    engine = "ray"
+
+    def __init__(self, config: CompressionConfig, counter: TokenCounter, cache: Path | None, actors: int,
+                 address: str | None = None, quiet: bool = False):
+        self.counter = counter
+        self.workers = actors
+        config = _absolute(config)  # actors do not run in this working directory
+        self.configs = [config.replace(max_concurrent_requests=n) for n in shares(config.max_concurrent_requests, actors)]
+        self.cache = str(cache.resolve()) if isinstance(cache, Path) else cache  # a URI, or None
+        self.address, self.quiet = address, quiet
+        self.summarizer = Together()
+        self.nodes: list[str] = []  # where each actor runs, for the tests and the report
+        self._actors: list[Any] = []
+        self._loads: list[int] = []
+        self._began_ray = False
+
+    async def start(self) -> None:
+        preflight = TrajectoryCompressor(self.configs[0], self.counter)
+        try:  # a dead endpoint is one line at once, before Ray starts (which takes seconds)
+            await preflight.start()
+        finally:
+            await preflight.close()
+        if not ray.is_initialized():
+            _check_reachable(self.address)
+            try:
+                ray.init(address=self.address, log_to_driver=not self.quiet,
+                         logging_level=logging.WARNING if self.quiet else logging.INFO)
+            except (ConnectionError, ValueError, RuntimeError) as exc:
+                raise ConfigError(f"cannot join the Ray cluster at {self.address}: {exc}") from None
+            self._began_ray = True
+        options = dict(num_cpus=ACTOR_CPUS, scheduling_strategy="SPREAD", max_restarts=ACTOR_RESTARTS,
+                       max_task_retries=ACTOR_RESTARTS)
+        self._actors = [_CoreActor.options(**options).remote(c, self.cache) for c in self.configs]
+        self._loads = [0] * len(self._actors)
+        self.nodes = await asyncio.gather(*(self._call(a.start) for a in self._actors))
+
+    async def compress_row(self, row: Any) -> RowResult:
+        """The row's result from the actor holding the fewest rows; a retried call is answered once."""
+        index = min(range(len(self._actors)), key=self._loads.__getitem__)
+        self._loads[index] += 1
+        try:
+            result, live = await self._call(self._actors[index].compress_row, row)
+        finally:
+            self._loads[index] -= 1
+        self.summarizer.lives[index] = live
+        return result
+
+    async def _call(self, method, *args):
+        """A remote call's value; the error a row core raised, as it raised it; WorkerDied when the
+        actor is gone for good."""
+        try:
+            return await method.remote(*args)
+        except ray.exceptions.RayTaskError as exc:
+            raise exc.cause if isinstance(exc.cause, Exception) else exc
+        except ray.exceptions.RayActorError as exc:
+            raise WorkerDied(f"a Ray actor was lost and could not be restarted ({type(exc).__name__})") from None
+
+    async def close(self) -> None:
+        try:
+            stops = [asyncio.wait_for(self._call(a.stop), STOP_SECONDS) for a in self._actors]
+            stats = await asyncio.gather(*stops, return_exceptions=True)
+            self.summarizer.stats = [s for s in stats if isinstance(s, dict) and s]
+        finally:
+            for actor in self._actors:
+                ray.kill(actor)
+            if self._began_ray:
+                ray.shutdown()
