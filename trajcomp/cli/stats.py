@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ..engines.paths import FileJob
     from ..reports.schema import DatasetStats, TokenizerInfo
 
-# Heavier modules (estimate -> compressor, summarizers) are imported inside the command, as in cli.py:
+# Heavier modules (estimate -> compressor, summarizers) are imported inside the command, as in commands.py:
 # this module is imported on every `trajcomp` invocation.
 
 

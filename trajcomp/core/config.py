@@ -62,7 +62,7 @@ class CompressionConfig:
     max_input_tokens: int | None = None  # None: 8192 minus the answer's max_tokens
     summary_tokenizer: str | None = None  # the summary model's tokenizer folder, for the input guard
     cache: bool = True
-    cache_dir: str | None = None  # the summary cache's folder; None: beside the output (paths.py)
+    cache_dir: str | None = None  # the summary cache's folder; None: beside the output (engines/paths.py)
     summary_style: str = "prose"  # prose, or handoff: the Markdown sections an agent's own compaction writes
     # output
     summary_prefix: str = DEFAULT_PREFIX  # opens the summary turn
@@ -72,7 +72,7 @@ class CompressionConfig:
     )
     output_suffix: str = "_compressed"
     # processing
-    num_workers: int = 1  # worker processes compressing rows; 0: one per usable core (workers.py)
+    num_workers: int = 1  # worker processes compressing rows; 0: one per usable core (engines/workers.py)
     max_concurrent_requests: int = 50
     skip_under_target: bool = True
     save_over_limit: bool = True

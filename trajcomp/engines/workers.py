@@ -11,7 +11,7 @@ Why plain processes and pipes, not a ProcessPoolExecutor: a pool's process runs 
 time, and a worker must have many rows in flight at once (their summaries wait on the network).
 Processes are spawned, never forked: the main process has threads (tokenizer counting, readers).
 
-The summary cache is shared: in a folder each worker appends to a segment of its own (cache.py).
+The summary cache is shared: in a folder each worker appends to a segment of its own (summary_cache.py).
 
 Stopping: workers ignore SIGINT and SIGTERM (a terminal's Ctrl-C and many schedulers signal the
 whole process group) and leave stopping to the main process, which sends each a stop, waits for
