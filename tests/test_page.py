@@ -14,7 +14,9 @@ from browser import dump_dom, screenshot
 from conftest import run_cli
 from test_cli import assert_ok, hermes_rows, run_parallel, write_lines
 from trajcomp.core.metrics import STATUSES, Aggregate, Outcome, RowMetrics
-from trajcomp.reports.schema import SCHEMA_VERSION, NotAReport, Processing, TokenizerInfo, from_aggregate, load, read_report
+from trajcomp.reports.build import from_aggregate
+from trajcomp.reports.reading import load, read_report
+from trajcomp.reports.schema import SCHEMA_VERSION, NotAReport, Processing, TokenizerInfo
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TARGET, SUMMARY = 2800, 200  # 2800 lies inside a length bin, [2500, 3150): the target line is not on a bin edge

@@ -324,7 +324,8 @@ def report_command(
     in light or dark mode. Reports of earlier trajcomp versions load too.
     """
     from ..reports.page import report_page, write_page
-    from ..reports.schema import NotAReport, load
+    from ..reports.reading import load
+    from ..reports.schema import NotAReport
 
     try:
         loaded = load(report)

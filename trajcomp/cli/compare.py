@@ -9,7 +9,9 @@ from typing import Optional
 import typer
 
 from .errors import fail
-from ..reports.schema import FIGURES, Comparison, NotAReport, Report, comparison, difference, load  # noqa: F401 (difference: API)
+from ..reports.comparison import FIGURES, Comparison, comparison, difference  # noqa: F401 (difference: API)
+from ..reports.reading import load
+from ..reports.schema import NotAReport, Report
 
 
 def compare(

@@ -157,7 +157,7 @@ def _worst_key(row: dict[str, Any]) -> tuple:
 class Aggregate:
     """Running sums over the rows written, plus counts of the rows that were not.
 
-    Any engine builds a report from one (report.from_aggregate): feed it `add` per written row and
+    Any engine builds a report from one (reports/build.py): feed it `add` per written row and
     `add_reject` per rejected row; parts' aggregates combine with `to_state` / `merge`.
     """
 

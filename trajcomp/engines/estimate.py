@@ -12,7 +12,8 @@ from ..formats import Record, format_for
 from ..formats.base import read_checked
 from ..core.metrics import distribution
 from .paths import FileJob
-from ..reports.schema import DatasetStats, FileRows, Percentiles, TokenizerInfo, lengths
+from ..reports.build import lengths
+from ..reports.schema import DatasetStats, FileRows, Percentiles, TokenizerInfo
 from .selection import Selection, Taker
 from ..core.planner import Decision, PlanParams, plan
 from ..core.rows import RowError, RowSchema

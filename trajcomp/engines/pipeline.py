@@ -30,7 +30,8 @@ from ..core.metrics import Aggregate, Outcome, RowMetrics
 from .paths import FileJob, Layout
 from .progress import Progress
 from .remote import WorkMirror
-from ..reports.schema import Processing, Report, TokenizerInfo, from_aggregate
+from ..reports.build import from_aggregate
+from ..reports.schema import Processing, Report, TokenizerInfo
 from .selection import Selection, Taker
 from .workers import WorkerPool, build_core, worker_count
 

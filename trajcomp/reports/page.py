@@ -16,7 +16,8 @@ from ..formats.base import AtomicFile
 from ..core.metrics import bin_index
 from .text import _n, run_letters
 from .text import _value as _fmt
-from .schema import FIGURES, Comparison, Report, Retention
+from .comparison import FIGURES, Comparison
+from .schema import Report, Retention
 
 STATUS_TEXT = {
     "under_target": "under target: already fit, left as they were",

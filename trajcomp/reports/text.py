@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .schema import Comparison, DatasetStats, Figure, Report, read_report
+from .comparison import Comparison, Figure
+from .reading import read_report
+from .schema import DatasetStats, Report
 
 
 def _n(value: float) -> str:

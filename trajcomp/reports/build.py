@@ -1,0 +1,90 @@
+"""A report built from a run's aggregate: the same for every engine, whatever moved the rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.metrics import LENGTH_EDGES, RATIO_EDGES, RETENTION_EDGES, STATUSES, Aggregate, Outcome, bin_counts, distribution
+from .reading import checked
+from .schema import (
+    Averages, Distribution, Histogram, HumanTurnsCut, Lengths, Percentiles, Processing, Report, Retention, Rows,
+    Summarization, Summary, TokenizerInfo, Tokens, Turns, WorstRow,
+)
+
+
+def from_aggregate(
+    agg: Aggregate,
+    *,
+    summarizer: str,
+    summarizer_stats: dict[str, Any],
+    processing: Processing,
+    tokenizer: TokenizerInfo,
+    config: dict[str, dict[str, Any]],
+) -> Report:
+    """The report of a run whose rows were fed to `agg`; the rest is what the engine knows."""
+    n = agg.rows_written
+    compressed = agg.outcomes[Outcome.COMPRESSED.value]
+    rejected = sum(agg.reject_reasons.values())
+    return Report(
+        summary=Summary(
+            total_trajectories=n,
+            trajectories_compressed=compressed,
+            trajectories_skipped_under_target=agg.outcomes[Outcome.SKIPPED_UNDER_TARGET.value],
+            trajectories_still_over_limit=agg.still_over_limit,
+            trajectories_failed=agg.outcomes[Outcome.FAILED.value],
+            compression_rate=_avg(compressed, n),
+            outcomes={o.value: agg.outcomes[o.value] for o in Outcome},
+            summaries_by_source=dict(sorted(agg.summary_sources.items())),
+        ),
+        tokens=Tokens(
+            agg.original_tokens, agg.compressed_tokens, agg.original_tokens - agg.compressed_tokens,
+            round(agg.compressed_tokens / agg.original_tokens, 4) if agg.original_tokens else 1.0,
+        ),
+        turns=Turns(agg.original_turns, agg.compressed_turns, agg.original_turns - agg.compressed_turns),
+        averages=Averages(
+            _avg(agg.original_tokens, n), _avg(agg.compressed_tokens, n),
+            _avg(agg.original_tokens - agg.compressed_tokens, n),
+            _avg(agg.original_turns - agg.compressed_turns, compressed),
+        ),
+        statuses={s: rejected if s == "rejected" else agg.statuses[s] for s in STATUSES},
+        summarization=summarization(summarizer, agg.api_calls, agg.errors, summarizer_stats),
+        processing=processing,
+        rows=Rows(
+            agg.rows_read, n, rejected,
+            dict(sorted(agg.reject_reasons.items())), agg.not_sampled, agg.other_shards,
+        ),
+        distribution=Distribution(Percentiles(**distribution(agg.before)), Percentiles(**distribution(agg.after))),
+        lengths=lengths(agg.before, agg.after),
+        compression_ratios=Histogram(list(RATIO_EDGES), list(agg.ratio_counts)),
+        identifier_retention=Retention(
+            agg.retention_rows,
+            round(agg.retention_sum / agg.retention_rows, 4) if agg.retention_rows else None,
+            Histogram(list(RETENTION_EDGES), list(agg.retention_counts)),
+        ),
+        assistant_tokens_kept=Retention(
+            agg.assistant_rows,
+            round(agg.assistant_sum / agg.assistant_rows, 4) if agg.assistant_rows else None,
+            Histogram(list(RETENTION_EDGES), list(agg.assistant_counts)),
+        ),
+        human_turns_cut=HumanTurnsCut(agg.human_turns_cut, agg.rows_with_human_turns_cut),
+        passes=dict(sorted(agg.passes.items(), key=lambda kv: int(kv[0]))),
+        worst_rows=[WorstRow(**row) for row in agg.worst_rows()],
+        tokenizer=tokenizer,
+        config=config,
+    )
+
+
+def summarization(summarizer: str, api_calls: int, errors: int, stats: dict[str, Any]) -> Summarization:
+    """The summarization section from the row sums and a summarizer's run_stats()."""
+    return checked(Summarization, {"summarizer": summarizer, "api_calls": api_calls, "errors": errors, **stats},
+                 "summarization")
+
+
+def lengths(before, after) -> Lengths:
+    return Lengths(list(LENGTH_EDGES), bin_counts(before, LENGTH_EDGES), bin_counts(after, LENGTH_EDGES))
+
+
+def _avg(total: float, count: int) -> float:
+    return round(total / count, 2) if count else 0.0
+
+
