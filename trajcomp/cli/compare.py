@@ -48,7 +48,8 @@ def compare(
     except NotAReport as exc:
         fail(str(exc))
     if html is not None:
-        from ..reports.page import comparison_page, write_page
+        from ..reports.html import write_page
+        from ..reports.page import comparison_page
 
         try:
             write_page(html, comparison_page(loaded, result))

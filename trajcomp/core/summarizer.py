@@ -13,8 +13,8 @@ from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any
 
-from ..core.rows import Turn
-from ..core.summary_turn import DEFAULT_PREFIX as SUMMARY_PREFIX  # noqa: F401  (public name)
+from .config import ConfigError
+from .rows import Turn
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,6 @@ import atexit
 import os
 import threading
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Union
 
+from ..core.metrics import LENGTH_EDGES
+
 SCHEMA_VERSION = 2
 Number = Union[int, float]
 _OMIT = {"omit_if_none": True}  # metadata: the key is left out of the JSON when the value is None

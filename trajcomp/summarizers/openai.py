@@ -14,7 +14,6 @@ from typing import Any
 from ..core.config import ConfigError
 from ..core.metrics import nearest_rank
 from ..core.redact import redact
-from ..core.rows import Turn
 from ..core.summary_turn import DEFAULT_PREFIX, HANDOFF, PROSE, strip_prefix
 from .base import Summarizer, Summary, SummaryError, SummaryRequest, request_key
 from .guard import fit_turns
