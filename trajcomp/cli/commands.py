@@ -213,7 +213,8 @@ def _dry_run(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None:
 
 
 def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool, html: bool, ray, staged) -> None:
-    from ..engines.pipeline import Runner, SummarizerDown, build_rows
+    from ..engines.failures import SummarizerDown
+    from ..engines.pipeline import Runner, build_rows
     from ..formats.base import InputError
     from ..summarizers.http import PreflightError
     from ..engines.workers import WorkerDied

@@ -1,0 +1,70 @@
+"""A file's output written in parts of `checkpoint_rows` input rows, each made to count by its checkpoint,
+and joined into the output file once every part is done (see checkpoint.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..core.metrics import Aggregate
+from ..formats import Format
+from ..formats.base import PartWriter
+from ..formats.jsonl import JSONL
+from .checkpoint import WorkDir
+from .paths import FileJob
+from .results import Rejected, Skipped, Written
+
+
+class Part:
+    """One part of a file's output: rows stream into part files; the checkpoint makes it count."""
+
+    def __init__(self, work: WorkDir, file_index: int, index: int, writer: Format, schema: Any):
+        self.work, self.file_index, self.index = work, file_index, index
+        self.writer, self.schema = writer, schema
+        for suffix in (writer.suffix, ".rejects.jsonl"):  # a killed run may have left this part's files
+            self._path(suffix).unlink(missing_ok=True)
+        self.records = 0
+        self.taken = 0
+        self.aggregate = Aggregate()
+        self._rows: PartWriter | None = None
+        self._rejects: PartWriter | None = None
+
+    def add(self, result: Written | Rejected | Skipped) -> None:
+        self.records += 1
+        if isinstance(result, Skipped):
+            setattr(self.aggregate, result.reason, getattr(self.aggregate, result.reason) + 1)
+            return
+        self.taken += 1
+        if isinstance(result, Written):
+            self._rows = self._rows or self.writer.open_part(self._path(self.writer.suffix), self.schema)
+            self._rows.write(result.row)
+            self.aggregate.add(result.metrics, source=result.source, line=result.line)
+        else:
+            self._rejects = self._rejects or JSONL.open_part(self._path(".rejects.jsonl"))
+            self._rejects.write(result.to_row())
+            self.aggregate.add_reject(result.reason, result.metrics, result.record.source, result.record.line)
+
+    def _path(self, suffix: str) -> Path:
+        return self.work.part(self.file_index, self.index, suffix)
+
+    def finish(self) -> None:
+        for stream in (self._rows, self._rejects):
+            if stream is not None:
+                stream.close()
+        checkpoint = {"records": self.records, "taken": self.taken, "aggregate": self.aggregate.to_state()}
+        self.work.finish_part(self.file_index, self.index, checkpoint)  # last: this makes the part count
+
+    def abort(self) -> None:
+        for stream in (self._rows, self._rejects):
+            if stream is not None:
+                stream.abort()
+
+
+def join_parts(work: WorkDir, index: int, job: FileJob, writer: Format, schema: Any) -> None:
+    """The file's parts joined into its output; then only the checkpoints are still needed."""
+    parts = [work.part(index, i, writer.suffix) for i, _ in enumerate(work.checkpoints(index))]
+    parts = [p for p in parts if p.exists()]  # a part whose rows were all rejected has no output
+    writer.join(parts, job.output, schema)
+    work.mark_file_done(index)
+    for p in parts:
+        p.unlink()
