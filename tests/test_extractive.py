@@ -13,7 +13,6 @@ from trajcomp.core.config import CompressionConfig
 from trajcomp.core.rows import Turn
 from trajcomp.summarizers import make_summarizer
 from trajcomp.summarizers.base import SummaryRequest
-from trajcomp.core.identifiers import INDEX_HEAD, extract
 from trajcomp.summarizers.extractive import ACTION, ExtractiveSummarizer, Item, extract_items, fit
 from trajcomp.core.tokens import TokenCounter
 

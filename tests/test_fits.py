@@ -24,7 +24,8 @@ from trajcomp.core.compressor import TrajectoryCompressor
 from trajcomp.core.config import CompressionConfig
 from trajcomp.core.identifiers import extract, retention
 from trajcomp.core.metrics import Outcome
-from trajcomp.core.rows import OPENAI, SHAREGPT, Turn
+from trajcomp.core.openai_rows import OPENAI
+from trajcomp.core.rows import SHAREGPT, Turn
 from trajcomp.summarizers.base import SUMMARY_PREFIX, Summarizer, Summary, SummaryRequest
 from trajcomp.core.summary_turn import joined
 from trajcomp.core.tokens import TemplateLengths, TokenCounter, TurnLengths

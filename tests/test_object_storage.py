@@ -199,7 +199,7 @@ def test_a_cache_in_object_storage_answers_another_run(s3, tmp_path):
 def test_a_run_killed_on_one_machine_resumes_on_another_from_object_storage(s3, tmp_path):
     """The work folder is copied beside a remote output as parts finish, and summaries go to a remote
     cache: after SIGKILL, the same command with an empty stage (another machine) resumes to the same bytes."""
-    from test_resume import args as resume_args, freeze, start, thaw
+    from test_resume import args as resume_args, freeze, thaw
 
     fs, env = s3
     rows = [hermes_row(i) for i in range(18)]

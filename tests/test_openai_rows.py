@@ -20,7 +20,8 @@ from trajcomp.core.compressor import TrajectoryCompressor
 from trajcomp.core.config import CompressionConfig
 from trajcomp.core.metrics import Outcome
 from trajcomp.core.planner import PlanParams, plan
-from trajcomp.core.rows import FORMATS_BY_NAME, OpenAIMessages, RowError, ShareGPT, Turn, detect_format
+from trajcomp.core.openai_rows import OpenAIMessages
+from trajcomp.core.rows import FORMATS_BY_NAME, RowError, ShareGPT, Turn, detect_format
 from trajcomp.summarizers import SUMMARY_PREFIX
 from trajcomp.core.tokens import TokenCounter
 

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 from urllib.parse import urlsplit
 
 from .batching import BATCHES_AT_ONCE, MAX_CHARS, CoalescingCounter, split_by_chars
-from .rows import content_text
+from .openai_rows import content_text
 from .split_tokens import Pieces, SplitTokens
 
 

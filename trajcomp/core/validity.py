@@ -18,7 +18,7 @@ from collections import Counter
 from typing import Any, Sequence
 
 from .planner import alternation_parity
-from .rows import OpenAIMessages
+from .openai_rows import OpenAIMessages
 
 CALL_UNANSWERED = "call_unanswered"
 RESULT_WITHOUT_CALL = "result_without_call"

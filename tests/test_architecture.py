@@ -1,0 +1,203 @@
+"""The package layout holds: imports run one way (no cycle between modules or packages, each package
+importing only those docs/ARCHITECTURE.md allows) and units stay short enough to read.
+
+The checks read the source with `ast` (imports inside functions count too), so they see what a
+reader sees; each is also run on a small package made to break it, to show it can fail.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+PACKAGE = ROOT / "trajcomp"
+
+# What each package may import (besides itself and trajcomp.version). `api` is the top-level public
+# modules: trajcomp/__init__.py, hf.py and ray.py.
+ALLOWED = {
+    "core": set(),
+    "formats": {"core"},
+    "summarizers": {"core"},
+    "reports": {"core", "formats"},
+    "engines": {"core", "formats", "summarizers", "reports"},
+    "cli": {"core", "formats", "summarizers", "reports", "engines"},
+    "api": {"core", "engines"},
+}
+LEAVES = {"version"}  # imported from anywhere, imports nothing
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60
+
+
+def modules(root: Path) -> dict[str, Path]:
+    """Every module of the package at `root`, by dotted name."""
+    found = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The package's modules that module `name` imports, anywhere in its body."""
+    is_package = path.name == "__init__.py"
+    here = name.split(".") if is_package else name.split(".")[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = here[: len(here) - node.level + 1] if node.level else []
+            target = ".".join(base + ([node.module] if node.module else []))
+            subs = [f"{target}.{alias.name}" for alias in node.names]
+            found.update(sub for sub in subs if sub in known)
+            if not all(sub in known for sub in subs):
+                found.add(target)
+    return {m for m in found if m in known and m != name}
+
+
+def graph(root: Path) -> dict[str, set[str]]:
+    known = modules(root)
+    return {name: imports(name, path, known) for name, path in known.items()}
+
+
+def layer(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) == 1 or parts[1] in ("hf", "ray"):
+        return "api"
+    return parts[1]
+
+
+def cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the graph as a path that ends where it starts, or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(edges):
+        if start not in state and (found := visit(start)):
+            return found
+    return None
+
+
+def package_edges(edges: dict[str, set[str]]) -> dict[str, set[str]]:
+    between: dict[str, set[str]] = {}
+    for module, targets in edges.items():
+        for target in targets:
+            a, b = layer(module), layer(target)
+            if a != b:
+                between.setdefault(a, set()).add(b)
+    return between
+
+
+def forbidden(edges: dict[str, set[str]]) -> list[str]:
+    """Imports that go where the layering does not allow, as 'module -> module'."""
+    wrong = []
+    for module, targets in sorted(edges.items()):
+        mine = layer(module)
+        if mine in LEAVES and targets:
+            wrong.append(f"{module} -> {sorted(targets)}")
+        for target in sorted(targets):
+            theirs = layer(target)
+            if theirs != mine and theirs not in LEAVES and theirs not in ALLOWED.get(mine, set()):
+                wrong.append(f"{module} -> {target}")
+    return wrong
+
+
+def test_no_module_imports_itself_in_a_cycle():
+    assert cycle(graph(PACKAGE)) is None
+
+
+def test_no_package_imports_another_in_a_cycle():
+    assert cycle(package_edges(graph(PACKAGE))) is None
+
+
+def test_every_package_imports_only_what_the_layering_allows():
+    assert forbidden(graph(PACKAGE)) == []
+    assert set(map(layer, graph(PACKAGE))) == set(ALLOWED) | LEAVES  # no package the layering does not name
+
+
+def test_the_row_core_names_no_summarizer_module():
+    # It depends on the interface; implementations come from the caller or the entry-point group.
+    for name, targets in graph(PACKAGE).items():
+        if layer(name) == "core":
+            assert not any(t.startswith("trajcomp.summarizers") for t in targets), name
+
+
+def _long_units(root: Path) -> list[str]:
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text()
+        if text.count("\n") > MAX_MODULE_LINES:
+            found.append(f"{path.relative_to(root.parent)}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    found.append(f"{path.relative_to(root.parent)}:{node.lineno} {node.name}: {length} lines")
+    return found
+
+
+def test_modules_and_functions_stay_short():
+    assert _long_units(PACKAGE) == []
+
+
+# ---- the checks themselves fail on a package that breaks them ----------------------------------------
+
+
+def _package(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "trajcomp"
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def test_a_cycle_through_a_function_level_import_is_found(tmp_path):
+    root = _package(tmp_path, {
+        "__init__.py": "",
+        "engines/__init__.py": "",
+        "engines/cache.py": "from ..summarizers.base import Summarizer\n",
+        "summarizers/__init__.py": "",
+        "summarizers/base.py": "def f():\n    from ..engines import cache\n",
+    })
+    edges = graph(root)
+    assert cycle(edges) in (
+        ["trajcomp.engines.cache", "trajcomp.summarizers.base", "trajcomp.engines.cache"],
+        ["trajcomp.summarizers.base", "trajcomp.engines.cache", "trajcomp.summarizers.base"],
+    )
+    assert forbidden(edges) == ["trajcomp.summarizers.base -> trajcomp.engines.cache"]
+
+
+@pytest.mark.parametrize("source", ["from ..reports import schema\n", "import trajcomp.reports.schema\n",
+                                    "from trajcomp.reports.schema import Report\n"])
+def test_the_core_importing_a_report_is_refused(tmp_path, source):
+    root = _package(tmp_path, {
+        "__init__.py": "", "core/__init__.py": "", "core/metrics.py": source,
+        "reports/__init__.py": "", "reports/schema.py": "Report = 1\n",
+    })
+    assert forbidden(graph(root)) == ["trajcomp.core.metrics -> trajcomp.reports.schema"]
+    assert package_edges(graph(root)) == {"core": {"reports"}}
+
+
+def test_a_long_function_or_module_is_found(tmp_path):
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    root = _package(tmp_path, {"__init__.py": "", "long.py": "def f():\n" + body + "\n" * MAX_MODULE_LINES})
+    assert [line.split(":")[0] for line in _long_units(root)] == ["trajcomp/long.py", "trajcomp/long.py"]
