@@ -20,7 +20,8 @@ from trajcomp.formats import FORMATS, format_for, split_suffix
 from trajcomp.formats.compressed import JSONL_GZ, JSONL_ZST
 from trajcomp.formats.json_array import JSON_ARRAY
 from trajcomp.formats.jsonl import dumps
-from trajcomp.formats.parquet import CONVERSATIONS_TYPE, METRICS_TYPE, PARQUET, ParquetFormat
+from trajcomp.formats.arrow_rows import CONVERSATIONS_TYPE, METRICS_TYPE
+from trajcomp.formats.parquet import PARQUET, ParquetFormat
 from trajcomp.core.metrics import Outcome, RowMetrics
 
 COMPRESSED = Outcome.COMPRESSED

@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from ..core.compressor import RowResult, TrajectoryCompressor
 from ..core.config import CompressionConfig, as_config
-from ..formats.parquet import METRICS, METRICS_TYPE
+from ..formats.arrow_rows import METRICS, METRICS_TYPE
 from ..core.metrics import Outcome
 from ..core.tokens import TokenCounter
 from .workers import build_core

@@ -20,7 +20,7 @@ import ray
 
 from ..core.compressor import RowResult, TrajectoryCompressor
 from ..core.config import CompressionConfig, ConfigError, as_config
-from ..formats.parquet import _rows, to_table
+from ..formats.arrow_rows import batch_rows, to_table
 from .hf import METRICS_COLUMN_TYPE, core, metrics_value
 from ..core.tokens import TokenCounter
 from .workers import Together, WorkerDied, build_core, shares
@@ -73,7 +73,7 @@ class _Columns(_Actor):
         self.metrics_column = metrics_column
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        rows = _rows(batch)  # as the local Parquet reader reads them (nanosecond times included)
+        rows = batch_rows(batch)  # as the local Parquet reader reads them (nanosecond times included)
         results = self.compress(rows)
         table = to_table([row if r.rejected else r.row for r, row in zip(results, rows)], batch.schema)
         if self.metrics_column is None:

@@ -29,7 +29,8 @@ from typing import Any, Iterator, Sequence
 import pyarrow as pa
 
 from .base import Format, Record, write_json
-from .parquet import PARQUET, _rows, conformed_row_groups, joined_schema, to_table
+from .arrow_rows import batch_rows, to_table
+from .parquet import PARQUET, conformed_row_groups, joined_schema
 
 STATE = "state.json"
 INFO = "dataset_info.json"
@@ -81,7 +82,7 @@ class HfFolderFormat(Format):
                     except (pa.ArrowException, OSError) as exc:
                         raise ValueError(f"{file}: corrupt Arrow data after row {number}: {exc}") from exc
                     for start in range(0, batch.num_rows, ROWS_PER_CHUNK):
-                        for row in _rows(batch.slice(start, ROWS_PER_CHUNK)):
+                        for row in batch_rows(batch.slice(start, ROWS_PER_CHUNK)):
                             number += 1
                             yield Record(source, number, None, row=row)
 
