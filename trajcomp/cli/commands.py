@@ -7,12 +7,14 @@ import json
 import signal
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Optional
 
 import typer
 from typer.exceptions import TyperException
 
 from ..version import __version__
+from . import options as opt
 from ..core.config import ConfigError, load_config
 from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_ROWS_FAILED, EXIT_TERMINATED, EXIT_USAGE, fail
 from ..core.tokens import TokenCounter, TokenizerLoadError
@@ -41,137 +43,112 @@ def _root(
 
 @app.command()
 def compress(
-    inputs: list[str] = typer.Argument(
-        ..., help="Input files (.jsonl, .jsonl.gz, .jsonl.zst, .json, .parquet), directories (searched "
-        "recursively) or quoted globs.", show_default=False, metavar="INPUT...",
-    ),
-    output: Optional[str] = typer.Option(
-        None, "-o", "--output",
-        help="Output file (one input file) or directory (a directory or several inputs; mirrors the input tree), "
-        "or an object-storage URI (s3://bucket/out.jsonl). "
-        "Default: <stem>_compressed.<ext> beside the file, <dir>_compressed/ beside the directory.",
-    ),
-    config: Optional[Path] = typer.Option(None, "-c", "--config", help="YAML config (see configs/default.yaml)."),
-    target_max_tokens: Optional[int] = typer.Option(None, help="Token budget per row.", min=1),
-    summary_target_tokens: Optional[int] = typer.Option(None, help="Token budget of the summary turn.", min=1),
-    protect_last_n: Optional[int] = typer.Option(None, help="Last turns always kept verbatim.", min=0),
-    tokenizer: Optional[str] = typer.Option(None, help="Training tokenizer: Hugging Face name or local folder."),
-    count_mode: Optional[str] = typer.Option(
-        None, help="How a row's length is counted: turns (sum of turn values) or chat_template (the tokenizer's "
-        "chat template rendering, as a trainer sees it)."
-    ),
-    chat_template: Optional[Path] = typer.Option(None, help="A chat template file to use instead of the tokenizer's."),
-    max_passes: Optional[int] = typer.Option(None, help="Summaries per row at most, while it is still over (default 3).", min=1),
-    summarizer: Optional[str] = typer.Option(None, help="Summarizer: extractive (offline default) or openai."),
-    summary_style: Optional[str] = typer.Option(
-        None, help="Summary shape: prose (default) or handoff (Active Task, Goal, Completed Actions, Active State, "
-                   "Relevant Files, Critical Context)."),
-    summary_tokenizer: Optional[Path] = typer.Option(
-        None, help="The summary model's tokenizer folder, if not the training one: the summarizer's input is "
-                   "fitted to its context with it."),
-    summary_prefix: Optional[str] = typer.Option(
-        None, help="Text that opens the summary turn (default '[CONTEXT SUMMARY]:'), e.g. your agent's own."),
-    concurrency: Optional[int] = typer.Option(None, help="Summarizer calls in flight at once (default 50).", min=1),
-    workers: Optional[int] = typer.Option(
-        None, help="Processes compressing rows, each with its own tokenizer and a share of --concurrency; "
-                   "0: one per usable core (default 1: this process).", min=0),
-    max_rows_in_memory: Optional[int] = typer.Option(
-        None, help="Rows held at once, running or done and waiting behind a slower row (default 1000).", min=1
-    ),
-    base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1."),
-    model: Optional[str] = typer.Option(None, help="Model name the endpoint serves."),
-    api_key_env: Optional[str] = typer.Option(
-        None, help="Name of the environment variable holding the API key (the key itself is never a flag)."
-    ),
-    request_timeout: Optional[float] = typer.Option(None, help="Seconds for one HTTP call.", min=0.001),
-    trajectory_timeout: Optional[float] = typer.Option(None, help="Seconds for one row's summary, retries included.", min=0.001),
-    max_retries: Optional[int] = typer.Option(None, help="Retries after a failed call.", min=0),
-    retry_delay: Optional[float] = typer.Option(None, help="Base of the exponential backoff, seconds.", min=0),
-    on_failure: Optional[str] = typer.Option(
-        None, help="When no summary can be had: keep (row unchanged, flagged), extractive (offline fallback) or reject."
-    ),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the summary cache."),
-    cache_dir: Optional[str] = typer.Option(
-        None, help="The summary cache's folder, shared by every process and engine (default: beside the output)."
-    ),
-    input_format: Optional[str] = typer.Option(None, help="Row schema: auto, sharegpt (conversations) or openai (messages)."),
-    output_format: Optional[str] = typer.Option(
-        None, help="Output type (.jsonl, .jsonl.gz, .jsonl.zst, .json, .parquet, or hf: a save_to_disk folder); "
-        "default: the output's suffix (a dataset folder input: hf)."
-    ),
-    sample_percent: float = typer.Option(100.0, help="Take a deterministic sample of this percent of rows.", min=0, max=100),
-    seed: int = typer.Option(0, help="Seed of the sample."),
-    num_shards: int = typer.Option(1, help="Split the rows into this many disjoint shards...", min=1),
-    shard_index: int = typer.Option(0, help="...and process this one (0-based).", min=0),
-    limit: Optional[int] = typer.Option(None, help="Stop after this many rows taken.", min=0),
-    restart: bool = typer.Option(False, "--restart", help="Discard an interrupted run's progress and start over."),
-    checkpoint_rows: int = typer.Option(1000, help="Input rows per checkpointed part.", min=1),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Read, count and plan only: no summaries, nothing written."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no text report."),
-    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
-    html: bool = typer.Option(False, "--html", help="Also write the report as an HTML page beside it (<report>.html)."),
-    engine: str = typer.Option(
-        "local", help="local (this machine) or ray (rows compressed by Ray actors across a cluster; needs trajcomp[ray]); both resume."
-    ),
-    ray_address: Optional[str] = typer.Option(
-        None, help="With --engine ray: the cluster to join (HEAD:6379, or auto); default: a Ray instance of this machine."
-    ),
-    ray_concurrency: int = typer.Option(2, help="With --engine ray: actors compressing rows, each with its own tokenizer "
-                                                "and summarizer session.", min=1),
+    inputs: opt.Inputs,
+    output: opt.Output = None,
+    config: opt.Config = None,
+    target_max_tokens: opt.TargetMaxTokens = None,
+    summary_target_tokens: opt.SummaryTargetTokens = None,
+    protect_last_n: opt.ProtectLastN = None,
+    tokenizer: opt.Tokenizer = None,
+    count_mode: opt.CountMode = None,
+    chat_template: opt.ChatTemplate = None,
+    max_passes: opt.MaxPasses = None,
+    summarizer: opt.Summarizer = None,
+    summary_style: opt.SummaryStyle = None,
+    summary_tokenizer: opt.SummaryTokenizer = None,
+    summary_prefix: opt.SummaryPrefix = None,
+    concurrency: opt.Concurrency = None,
+    workers: opt.Workers = None,
+    max_rows_in_memory: opt.MaxRowsInMemory = None,
+    base_url: opt.BaseUrl = None,
+    model: opt.Model = None,
+    api_key_env: opt.ApiKeyEnv = None,
+    request_timeout: opt.RequestTimeout = None,
+    trajectory_timeout: opt.TrajectoryTimeout = None,
+    max_retries: opt.MaxRetries = None,
+    retry_delay: opt.RetryDelay = None,
+    on_failure: opt.OnFailure = None,
+    no_cache: opt.NoCache = False,
+    cache_dir: opt.CacheDir = None,
+    input_format: opt.InputFormat = None,
+    output_format: opt.OutputFormat = None,
+    sample_percent: opt.SamplePercent = 100.0,
+    seed: opt.Seed = 0,
+    num_shards: opt.NumShards = 1,
+    shard_index: opt.ShardIndex = 0,
+    limit: opt.Limit = None,
+    restart: opt.Restart = False,
+    checkpoint_rows: opt.CheckpointRows = 1000,
+    dry_run: opt.DryRun = False,
+    quiet: opt.Quiet = False,
+    as_json: opt.AsJson = False,
+    html: opt.Html = False,
+    engine: opt.Engine = "local",
+    ray_address: opt.RayAddress = None,
+    ray_concurrency: opt.RayConcurrency = 2,
 ) -> None:
     """Compress every row over the token budget; write rows, a metrics report and any rejects.
 
     An interrupted run (Ctrl-C, kill -9, a crash) resumes when the same command is run again.
     """
+    _compress_command(SimpleNamespace(**locals()))
+
+
+def _compress_command(flags) -> None:
     from ..engines.paths import resolve
     from ..engines.pipeline import RunOptions
     from ..engines.remote import stage
     from ..engines.selection import Selection
 
     try:
-        cfg = load_config(
-            config,
-            target_max_tokens=target_max_tokens,
-            summary_target_tokens=summary_target_tokens,
-            protect_last_n_turns=protect_last_n,
-            tokenizer_name=tokenizer,
-            count_mode=count_mode,
-            chat_template=str(chat_template) if chat_template else None,
-            max_passes=max_passes,
-            summarizer=summarizer,
-            summary_style=summary_style,
-            summary_prefix=summary_prefix,
-            summary_tokenizer=str(summary_tokenizer) if summary_tokenizer else None,
-            max_concurrent_requests=concurrency,
-            num_workers=workers,
-            max_rows_in_memory=max_rows_in_memory,
-            base_url=base_url,
-            summarization_model=model,
-            api_key_env=api_key_env,
-            request_timeout=request_timeout,
-            per_trajectory_timeout=trajectory_timeout,
-            max_retries=max_retries,
-            retry_delay=retry_delay,
-            on_failure=on_failure,
-            cache=False if no_cache else None,
-            cache_dir=cache_dir,
-            input_format=input_format,
-        )
-        if shard_index >= num_shards:
-            raise ConfigError(f"--shard-index must be below --num-shards ({shard_index} >= {num_shards})")
-        shard = (shard_index, num_shards) if num_shards > 1 else None
-        selection = Selection(sample_percent, seed, num_shards, shard_index, limit)
-        ray = _ray_options(engine, dry_run, ray_address, ray_concurrency)
-        staged = stage(inputs, output)  # inputs in object storage fetched, an output there given a local place
-        layout = staged.localize(resolve(staged.inputs, staged.output, cfg, _dotted(output_format), shard))
-        options = RunOptions(selection, quiet or as_json, checkpoint_rows, restart)
+        cfg = _config(flags)
+        if flags.shard_index >= flags.num_shards:
+            raise ConfigError(f"--shard-index must be below --num-shards ({flags.shard_index} >= {flags.num_shards})")
+        shard = (flags.shard_index, flags.num_shards) if flags.num_shards > 1 else None
+        selection = Selection(flags.sample_percent, flags.seed, flags.num_shards, flags.shard_index, flags.limit)
+        ray = _ray_options(flags.engine, flags.dry_run, flags.ray_address, flags.ray_concurrency)
+        staged = stage(flags.inputs, flags.output)  # inputs in object storage fetched, an output there given a local place
+        layout = staged.localize(resolve(staged.inputs, staged.output, cfg, _dotted(flags.output_format), shard))
+        options = RunOptions(selection, flags.quiet or flags.as_json, flags.checkpoint_rows, flags.restart)
         counter = TokenCounter.for_config(cfg)
     except (ConfigError, TokenizerLoadError) as exc:
         fail(str(exc))
-    if dry_run:
-        _dry_run(layout, options, counter, cfg, quiet, as_json)
+    if flags.dry_run:
+        _dry_run(layout, options, counter, cfg, flags.quiet, flags.as_json)
         return
-    _compress(layout, options, counter, cfg, quiet, as_json, html, ray, staged)
+    _compress(layout, options, counter, cfg, flags.quiet, flags.as_json, flags.html, ray, staged)
+
+
+def _config(flags):
+    """The run's config: the file's, with the flags given on top."""
+    return load_config(
+        flags.config,
+        target_max_tokens=flags.target_max_tokens,
+        summary_target_tokens=flags.summary_target_tokens,
+        protect_last_n_turns=flags.protect_last_n,
+        tokenizer_name=flags.tokenizer,
+        count_mode=flags.count_mode,
+        chat_template=str(flags.chat_template) if flags.chat_template else None,
+        max_passes=flags.max_passes,
+        summarizer=flags.summarizer,
+        summary_style=flags.summary_style,
+        summary_prefix=flags.summary_prefix,
+        summary_tokenizer=str(flags.summary_tokenizer) if flags.summary_tokenizer else None,
+        max_concurrent_requests=flags.concurrency,
+        num_workers=flags.workers,
+        max_rows_in_memory=flags.max_rows_in_memory,
+        base_url=flags.base_url,
+        summarization_model=flags.model,
+        api_key_env=flags.api_key_env,
+        request_timeout=flags.request_timeout,
+        per_trajectory_timeout=flags.trajectory_timeout,
+        max_retries=flags.max_retries,
+        retry_delay=flags.retry_delay,
+        on_failure=flags.on_failure,
+        cache=False if flags.no_cache else None,
+        cache_dir=flags.cache_dir,
+        input_format=flags.input_format,
+    )
 
 
 def _ray_options(engine: str, dry_run: bool, address: str | None, actors: int):
@@ -316,7 +293,7 @@ def main(argv: list[str] | None = None) -> None:
 
 @app.command("report")
 def report_command(
-    report: Path = typer.Argument(..., help="A metrics report written by compress (*_metrics.json).",
+    report: opt.Path = typer.Argument(..., help="A metrics report written by compress (*_metrics.json).",
                                   show_default=False, metavar="REPORT"),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="The page to write. Default: REPORT with .html."),
 ) -> None:

@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from ..core.config import ConfigError, load_config
-from .errors import EXIT_FAILED, fail
-from ..formats.base import InputError
 from ..core.tokens import TokenCounter, TokenizerLoadError
+from ..formats.base import InputError
+from . import options as opt
+from .errors import EXIT_FAILED, fail
 
 if TYPE_CHECKING:
     from ..engines.paths import FileJob
@@ -27,11 +28,11 @@ def stats(
         ..., help="Input files, directories (searched recursively) or quoted globs, as for compress.",
         show_default=False, metavar="INPUT...",
     ),
-    config: Optional[Path] = typer.Option(None, "-c", "--config", help="YAML config (see configs/default.yaml)."),
-    tokenizer: Optional[str] = typer.Option(None, help="Training tokenizer: Hugging Face name or local folder."),
-    target_max_tokens: Optional[int] = typer.Option(None, help="Token budget per row.", min=1),
-    summary_target_tokens: Optional[int] = typer.Option(None, help="Token budget of the summary turn.", min=1),
-    protect_last_n: Optional[int] = typer.Option(None, help="Last turns always kept verbatim.", min=0),
+    config: opt.Config = None,
+    tokenizer: opt.Tokenizer = None,
+    target_max_tokens: opt.TargetMaxTokens = None,
+    summary_target_tokens: opt.SummaryTargetTokens = None,
+    protect_last_n: opt.ProtectLastN = None,
     count_mode: Optional[str] = typer.Option(
         None, help="How a row's length is counted: turns or chat_template (as for compress)."
     ),
