@@ -1,4 +1,5 @@
-"""Reports: one typed schema of a run (`schema`) and its views, text (`text`) and HTML (`page`).
+"""Reports: one typed schema of a run (`schema`), built from an aggregate (`build`), read back (`reading`),
+compared (`comparison`), and shown as text (`text`) or as an HTML page (`page`, `figures`, `svg`, `html`).
 
-Imports only `core` (the metrics a report aggregates) and `formats.base` (atomic writes).
+Imports only `core` (the metrics a report aggregates) and `formats` (atomic writes).
 """
