@@ -121,3 +121,25 @@ def test_the_readme_ray_example_runs(user_folder):
         _run(code, user_folder)
     out = pq.read_table(user_folder / "out")
     assert out.num_rows == 4 and "compression" in out.column_names
+
+
+def test_a_row_of_any_dialect_goes_through_compress_row():
+    """The README's word for library users: a whole row in, the output row (or the reason) out."""
+    import asyncio
+
+    from trajcomp import CompressionConfig, TrajectoryCompressor
+
+    config = CompressionConfig(tokenizer_name=str(DEMO_TOKENIZER), target_max_tokens=100_000)
+    rows = [{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]},
+            {"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"}]},
+            {"neither": []}]
+
+    async def run():
+        async with TrajectoryCompressor(config) as compressor:
+            return await compressor.compress_rows(rows)
+
+    kept, shared, rejected = asyncio.run(run())
+    for result, row in ((kept, rows[0]), (shared, rows[1])):
+        assert result.row["compression_metrics"]["status"] == "under_target"
+        assert {k: v for k, v in result.row.items() if k != "compression_metrics"} == row
+    assert rejected.row is None and rejected.reason == "missing_conversations"
