@@ -28,6 +28,7 @@ import ray
 from conftest import ROOT, SAMPLES, machine_lock, read_jsonl, run_cli, write_jsonl
 from openai_server import ServerThread
 from test_openai_summarizer import MODEL, NO_KEY_ENV, SUMMARY_TARGET, TARGET, hermes_rows
+from test_public_api import readme_examples, run_example, user_folder  # noqa: F401 (a fixture)
 from test_resume import args as resume_args, cached_summaries, freeze, hermes_row, start, thaw, wait_for_parts
 from trajcomp.core.compressor import TrajectoryCompressor
 from trajcomp.core.config import load_config
@@ -153,6 +154,23 @@ def _same_files(ray_out: Path, local_out: Path) -> None:
         return {p.name.replace(out.stem, "OUT"): p.read_bytes() for p in out.parent.glob(out.stem + "*")
                 if "metrics" not in p.name}
     assert written(ray_out) == written(local_out)
+
+
+def test_the_readme_example_runs_before_the_cluster_starts(user_folder):  # noqa: F811 (the fixture)
+    """The README's Ray example (its other examples: test_public_api.py), with a local Ray of its own."""
+    rows = [json.loads(line) for line in (SAMPLES / "hermes_coding_runs.jsonl").open()][:4]
+    (user_folder / "in").mkdir()
+    pq.write_table(pa.Table.from_pylist(rows), user_folder / "in" / "part-0.parquet")
+    # The example as written, with the store's URIs naming folders here (no object store in this test)
+    # and the cluster scaled to this machine: two actors on its two CPUs, not eight.
+    code = readme_examples()[2].replace("s3://bucket/trajectories/", str(user_folder / "in")) \
+        .replace("s3://bucket/trajectories_compressed/", str(user_folder / "out")) \
+        .replace("ray.init()", "ray.init(num_cpus=2)").replace("concurrency=8", "concurrency=2")
+    assert code.count(str(user_folder)) == 2 and "concurrency=2" in code
+    with machine_lock("ray"):  # a local ray.init must not join the Ray tests' cluster
+        run_example(code, user_folder)
+    out = pq.read_table(user_folder / "out")
+    assert out.num_rows == 4 and "compression" in out.column_names
 
 
 def test_jsonl_file_and_folder_equal_the_local_engine(cluster, jsonl_inputs, tmp_path):

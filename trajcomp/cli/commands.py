@@ -235,7 +235,7 @@ def _finish(report, layout, quiet: bool, as_json: bool, html: bool, retry: str, 
         staged.rename(report.processing)
         write_json(layout.report, report.to_dict(), indent=2)
     if page is not None:
-        from ..reports.html import write_page
+        from ..reports.markup import write_page
         from ..reports.page import report_page
 
         write_page(page, report_page(report))
@@ -302,7 +302,7 @@ def report_command(
     The page is inline SVG and CSS only (no script, nothing fetched): it opens from disk, offline,
     in light or dark mode. Reports of earlier trajcomp versions load too.
     """
-    from ..reports.html import write_page
+    from ..reports.markup import write_page
     from ..reports.page import report_page
     from ..reports.reading import load
     from ..reports.schema import NotAReport

@@ -48,7 +48,7 @@ def compare(
     except NotAReport as exc:
         fail(str(exc))
     if html is not None:
-        from ..reports.html import write_page
+        from ..reports.markup import write_page
         from ..reports.page import comparison_page
 
         try:

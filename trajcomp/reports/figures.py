@@ -6,7 +6,7 @@ from html import escape
 from typing import Sequence
 
 from ..core.metrics import bin_index
-from .html import figure_html, missing_html, table_html
+from .markup import figure_html, missing_html, table_html
 from .schema import Report, Retention
 from .svg import Marker, Series, bar_svg, bin_label
 from .text import _n

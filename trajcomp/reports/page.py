@@ -1,6 +1,6 @@
 """A report, or several side by side, as one self-contained HTML page: inline SVG and CSS, no script.
 
-Depends on the report schema only: the charts are figures.py's, the scaffolding html.py's.
+Depends on the report schema only: the charts are figures.py's, the scaffolding markup.py's.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 from .comparison import FIGURES, Comparison
 from .figures import assistant_figure, lengths_figure, ratio_figure, retention_figure, status_figure
-from .html import cell_html, document, missing_html, table_html
+from .markup import cell_html, document, missing_html, table_html
 from .schema import Report
 from .text import _n, run_letters
 from .text import _value as _fmt
