@@ -25,9 +25,10 @@ KINDS = (
     ("summary cache", ("summary_cache.py",)),
     ("identifiers (extraction, index) and redaction", ("identifiers.py", "identifier_kinds.py", "redact.py")),
     ("compressor, planner, rows, metrics", ("compressor.py", "passes.py", "assembly.py", "sourcing.py", "planner.py",
-                                            "rows.py", "openai_rows.py", "metrics.py")),
+                                            "core/rows.py", "openai_rows.py", "metrics.py")),
     ("writing parts, checkpoints", ("formats/base.py", "parts.py", "checkpoint.py", "fsync")),
-    ("pipeline and event loop", ("pipeline.py", "ordered.py", "asyncio/", "selectors.py", "concurrent/futures")),
+    ("pipeline and event loop", ("pipeline.py", "ordered.py", "results.py", "failures.py", "run_report.py",
+                                 "asyncio/", "selectors.py", "concurrent/futures")),
     ("start-up (imports, tokenizer load)", ("importlib", "from_pretrained", "tokens.py:_load", "_load (trajcomp")),
 )
 

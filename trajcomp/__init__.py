@@ -5,8 +5,8 @@ The public API: `TrajectoryCompressor`, `CompressionConfig` and `load_config` he
 docs/ARCHITECTURE.md describes the packages behind them.
 """
 
-from .version import __version__
-from .core.config import CompressionConfig, load_config
 from .core.compressor import TrajectoryCompressor
+from .core.config import CompressionConfig, load_config
+from .version import __version__
 
 __all__ = ["CompressionConfig", "TrajectoryCompressor", "load_config", "__version__"]

@@ -13,11 +13,11 @@ from typing import Optional
 import typer
 from typer.exceptions import TyperException
 
+from ..core.config import ConfigError, load_config
+from ..core.tokens import TokenCounter, TokenizerLoadError
 from ..version import __version__
 from . import options as opt
-from ..core.config import ConfigError, load_config
 from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_ROWS_FAILED, EXIT_TERMINATED, EXIT_USAGE, fail
-from ..core.tokens import TokenCounter, TokenizerLoadError
 
 app = typer.Typer(
     add_completion=False,
@@ -192,9 +192,9 @@ def _dry_run(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None:
 def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool, html: bool, ray, staged) -> None:
     from ..engines.failures import SummarizerDown
     from ..engines.pipeline import Runner, build_rows
+    from ..engines.workers import WorkerDied
     from ..formats.base import InputError
     from ..summarizers.http import PreflightError
-    from ..engines.workers import WorkerDied
 
     try:
         rows = build_rows(cfg, counter, layout, ray, options.quiet)
@@ -293,7 +293,7 @@ def main(argv: list[str] | None = None) -> None:
 
 @app.command("report")
 def report_command(
-    report: opt.Path = typer.Argument(..., help="A metrics report written by compress (*_metrics.json).",
+    report: Path = typer.Argument(..., help="A metrics report written by compress (*_metrics.json).",
                                   show_default=False, metavar="REPORT"),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="The page to write. Default: REPORT with .html."),
 ) -> None:

@@ -8,10 +8,10 @@ from typing import Optional
 
 import typer
 
-from .errors import fail
 from ..reports.comparison import FIGURES, Comparison, comparison, difference  # noqa: F401 (difference: API)
 from ..reports.reading import load
 from ..reports.schema import NotAReport, Report
+from .errors import fail
 
 
 def compare(

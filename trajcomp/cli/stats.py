@@ -85,8 +85,8 @@ def stats(
 
 def input_jobs(inputs: list[str]) -> list[FileJob]:
     """The input files, found as `compress` finds them, each once; ConfigError when there are none."""
-    from ..formats import INPUT_SUFFIXES, is_dataset_folder, split_suffix
     from ..engines.paths import FileJob, expand_inputs
+    from ..formats import INPUT_SUFFIXES, is_dataset_folder, split_suffix
 
     jobs, seen = [], set()
     for file, root in expand_inputs(inputs).pairs:

@@ -59,10 +59,21 @@ class TrajectoryCompressor:
         self.counter = counter or TokenCounter.for_config(config)
         self.lengths = lengths_for(config.count_mode, self.counter)
         self.sourcing = Sourcing(config, self.counter, summarizer)
-        self.summarizer = self.sourcing.summarizer
         self.schema = RowSchema.from_config(config)
-        self.params = plan_params(config, self.lengths)
-        self.passes = Passes(config, self.counter, self.lengths, self.params, self.sourcing, Assembler(config, self.counter))
+        params = plan_params(config, self.lengths)
+        self.passes = Passes(config, self.counter, self.lengths, params, self.sourcing, Assembler(config, self.counter))
+
+    @property
+    def summarizer(self) -> Summarizer:
+        return self.sourcing.summarizer
+
+    @property
+    def fallback(self) -> Summarizer | None:
+        return self.sourcing.fallback
+
+    @property
+    def params(self) -> PlanParams:
+        return self.passes.params
 
     async def start(self) -> None:
         await self.summarizer.start()
@@ -106,7 +117,7 @@ class TrajectoryCompressor:
         return await self.compress_turns(turns, SHAREGPT.bind({SHAREGPT.key: turns}, self.schema))
 
     async def compress_turns(self, native: list[dict[str, Any]], fmt=SHAREGPT) -> tuple[list[dict[str, Any]], RowMetrics]:
-        """Compress validated turns of any row format (see rows.py); the input is never mutated."""
+        """Compress validated turns of any row format (rows.py, openai_rows.py); the input is never mutated."""
         turns = fmt.turns(native)
         target = self.config.target_max_tokens
         measured = await self._measure(native, fmt, turns, costs_above=target)

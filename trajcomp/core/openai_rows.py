@@ -8,7 +8,6 @@ from typing import Any
 
 from .turn import RowError, Turn
 
-
 # OpenAI role -> planner role. "function" is the legacy (pre-tool_calls) form of "tool".
 OPENAI_ROLES = {
     "system": "system",

@@ -2,26 +2,26 @@
 
 The row core depends on this interface only: an implementation is passed in by whoever builds the
 compressor, or named by `config.summarizer` and found through the `trajcomp.summarizers` entry-point
-group (the built-in ones included), so no module here imports a summarizer.
+group, where the built-in ones are registered like any plugin (pyproject.toml): the core names no
+summarizer module.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any
 
 from .config import ConfigError
-from .rows import Turn
+from .turn import Turn
 
 
 @dataclass(frozen=True)
 class SummaryRequest:
     turns: tuple[Turn, ...]
     # The length of the summarizer's own text: the summary turn's budget less its prefix, the
-    # user's words carried verbatim and the room kept for the identifier index (compressor.py).
+    # user's words carried verbatim and the room kept for the identifier index (assembly.py).
     target_tokens: int
     # Seconds for this summary, all retries included. Summarizers enforce it themselves, from the
     # moment they start working on it (not while queueing for capacity).
@@ -97,27 +97,21 @@ class Summarizer(ABC):
         return {}
 
 
-BUILTIN = {
-    "extractive": "trajcomp.summarizers.extractive:ExtractiveSummarizer",
-    "openai": "trajcomp.summarizers.openai:OpenAISummarizer",
-}
-
-
-def _targets() -> dict[str, str]:
-    found = dict(BUILTIN)
+def _registered() -> dict[str, Any]:
+    """The `trajcomp.summarizers` entry points by name (the built-in ones are registered there too)."""
+    found: dict[str, Any] = {}
     for ep in entry_points(group="trajcomp.summarizers"):
-        found.setdefault(ep.name, ep.value)
+        found.setdefault(ep.name, ep)
     return found
 
 
 def names() -> list[str]:
-    return sorted(_targets())
+    return sorted(_registered())
 
 
 def make_summarizer(name: str, config, counter) -> Summarizer:
     """Build the summarizer called `name`; a plugin class takes (config, counter) like the built-ins."""
-    target = _targets().get(name)
-    if target is None:
+    entry = _registered().get(name)
+    if entry is None:
         raise ConfigError(f"unknown summarizer '{name}' (available: {', '.join(names())})")
-    module, _, attr = target.partition(":")
-    return getattr(import_module(module), attr)(config, counter)
+    return entry.load()(config, counter)

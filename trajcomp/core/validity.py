@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Sequence
 
-from .planner import alternation_parity
 from .openai_rows import OpenAIMessages
+from .planner import alternation_parity
 
 CALL_UNANSWERED = "call_unanswered"
 RESULT_WITHOUT_CALL = "result_without_call"

@@ -8,16 +8,16 @@ from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import Iterable, Iterator
 
-from ..formats import Record, format_for
-from ..formats.base import read_checked
 from ..core.metrics import distribution
-from .paths import FileJob
-from ..reports.build import lengths
-from ..reports.schema import DatasetStats, FileRows, Percentiles, TokenizerInfo
-from .selection import Selection, Taker
 from ..core.planner import Decision, PlanParams, plan
 from ..core.rows import RowError, RowSchema
 from ..core.tokens import TokenCounter, lengths_for
+from ..formats import Record, format_for
+from ..formats.base import read_checked
+from ..reports.build import lengths
+from ..reports.schema import DatasetStats, FileRows, Percentiles, TokenizerInfo
+from .paths import FileJob
+from .selection import Selection, Taker
 
 BATCH_ROWS = 256  # rows counted per call to the tokenizer
 

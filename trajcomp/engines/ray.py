@@ -20,9 +20,9 @@ import ray
 
 from ..core.compressor import RowResult, TrajectoryCompressor
 from ..core.config import CompressionConfig, ConfigError, as_config
+from ..core.tokens import TokenCounter
 from ..formats.arrow_rows import batch_rows, to_table
 from .hf import METRICS_COLUMN_TYPE, core, metrics_value
-from ..core.tokens import TokenCounter
 from .workers import Together, WorkerDied, build_core, shares
 
 # Actors ask for part of a CPU: a whole one each leaves none for Ray Data's read and write tasks

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..core.summarizer import Summarizer, Summary, SummaryRequest
 from .remote import is_uri, open_uri
-from ..summarizers.base import Summarizer, Summary, SummaryRequest
 
 SUFFIX = ".jsonl"
 REFRESH_SECONDS = 1.0  # a miss looks for other processes' new lines at most this often

@@ -3,7 +3,7 @@
 One Python process runs a row core's Python work (planning, identifiers, assembly) on one core
 whatever the machine; `processing.num_workers` spreads the rows over several. The main process
 keeps everything that decides the output's bytes: it reads the rows, keeps their order
-(pipeline.ordered_map), writes the parts and checkpoints and the report. A worker only runs
+(ordered.ordered_map), writes the parts and checkpoints and the report. A worker only runs
 `compress_row` on the rows it is given, on its own event loop, with its own tokenizer, summarizer
 session and share of `max_concurrent_requests`.
 
@@ -33,11 +33,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..core.batching import usable_cores
-from .summary_cache import CachedSummarizer, open_cache
 from ..core.compressor import RowResult, TrajectoryCompressor
 from ..core.config import CompressionConfig
-from ..summarizers import make_summarizer
 from ..core.tokens import TokenCounter
+from ..summarizers import make_summarizer
+from .summary_cache import CachedSummarizer, open_cache
 
 STOP_GRACE = 10.0  # seconds a worker has to finish closing (its HTTP session, the cache) once told to stop
 

@@ -28,8 +28,8 @@ from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
 
-from .base import Format, Record, write_json
 from .arrow_rows import batch_rows, to_table
+from .base import Format, Record, write_json
 from .parquet import PARQUET, conformed_row_groups, joined_schema
 
 STATE = "state.json"

@@ -10,7 +10,6 @@ from typing import IO, Any, Iterable, Iterator, Sequence
 from ..core.rows import RowError
 from .base import AtomicFile, Format, PartWriter, Record, StreamPart, concat_files, json_text
 
-
 # JSON may escape half of a surrogate pair ("\ud800") that no UTF-8 file can hold: such a row
 # could not be written, so it is rejected. The regex keeps the costly check to rows that need it.
 SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")

@@ -4,11 +4,34 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.metrics import LENGTH_EDGES, RATIO_EDGES, RETENTION_EDGES, STATUSES, Aggregate, Outcome, bin_counts, distribution
+from ..core.metrics import (
+    LENGTH_EDGES,
+    RATIO_EDGES,
+    RETENTION_EDGES,
+    STATUSES,
+    Aggregate,
+    Outcome,
+    bin_counts,
+    distribution,
+)
 from .reading import checked
 from .schema import (
-    Averages, Distribution, Histogram, HumanTurnsCut, Lengths, Percentiles, Processing, Report, Retention, Rows,
-    Summarization, Summary, TokenizerInfo, Tokens, Turns, WorstRow,
+    Averages,
+    Distribution,
+    Histogram,
+    HumanTurnsCut,
+    Lengths,
+    Percentiles,
+    Processing,
+    Report,
+    Retention,
+    Rows,
+    Summarization,
+    Summary,
+    TokenizerInfo,
+    Tokens,
+    Turns,
+    WorstRow,
 )
 
 

@@ -7,9 +7,9 @@ from typing import Sequence
 
 from ..core.metrics import bin_index
 from .markup import figure_html, missing_html, table_html
+from .numbers import number
 from .schema import Report, Retention
 from .svg import Marker, Series, bar_svg, bin_label
-from .text import _n
 
 STATUS_TEXT = {
     "under_target": "under target: already fit, left as they were",
@@ -30,7 +30,7 @@ def lengths_figure(reports: Sequence[Report], names: Sequence[str], target: int 
     single = len(reports) == 1
     series = [Series("before" if single else f"before ({with_lengths[0][1]})", first.before)]
     series += [Series("after" if single else f"after ({n})", r.lengths.after) for r, n in with_lengths]
-    marker = Marker(target, f"target {_n(target)}", "target") if target is not None else None
+    marker = Marker(target, f"target {number(target)}", "target") if target is not None else None
     lacking = [n for r, n in zip(reports, names) if r.lengths is None]
     note = f"<p class=note>Not in this chart: {escape(', '.join(lacking))} (no length histograms: an older report).</p>"
     return _histogram_figure(
@@ -85,7 +85,7 @@ def status_figure(reports: Sequence[Report], names: Sequence[str]) -> str:
               for r, n in zip(reports, names)]
     svg = bar_svg("statuses", "Rows by status", "Every row taken is in exactly one status.",
                    keys, series, None, "status", boundaries=False, category_labels=[k.replace("_", " ") for k in keys])
-    table = table_html(["status", *(s.name for s in series)], [[k, *(_n(s.counts[i]) for s in series)] for i, k in enumerate(keys)])
+    table = table_html(["status", *(s.name for s in series)], [[k, *(number(s.counts[i]) for s in series)] for i, k in enumerate(keys)])
     legend = "".join(f"<li><b>{escape(k.replace('_', ' '))}</b>{escape(v[v.index(':'):])}</li>" for k, v in STATUS_TEXT.items())
     return figure_html("statuses", "Rows by status", svg, table, f"<ul class=defs>{legend}</ul>")
 
@@ -95,7 +95,7 @@ def _histogram_figure(fid: str, title: str, desc: str, edges: Sequence[float], s
     lo, hi = _visible(edges, series, marker)
     shown = [Series(s.name, list(s.counts[lo:hi])) for s in series]
     svg = bar_svg(fid, title, desc, list(range(hi - lo)), shown, marker, x_label, edges=edges[lo:hi + 1], log=log)
-    rows = [[bin_label(edges, i), *(_n(s.counts[i]) for s in series)] for i in range(len(edges) - 1)
+    rows = [[bin_label(edges, i), *(number(s.counts[i]) for s in series)] for i in range(len(edges) - 1)
             if any(s.counts[i] for s in series)]
     table = table_html(["bin", *(s.name for s in series)], rows or [["(no rows)", *("" for _ in series)]])
     return figure_html(fid, title, svg, table, note)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..formats.base import AtomicFile
-from .text import _n
+from .numbers import number
 
 CSS = """
 :root{color-scheme:light dark;--bg:#fff;--fg:#1b1f24;--muted:#59636e;--line:#d0d7de;--panel:#f6f8fa;
@@ -57,16 +57,16 @@ def document(title: str, body: list[str]) -> str:
 
 
 def table_html(head: Sequence[str], rows: list[list[str]], escaped: bool = False) -> str:
-    def cell_html(tag: str, text: str) -> str:
+    def cell(tag: str, text: str) -> str:
         return f"<{tag}>{text if escaped else escape(str(text))}</{tag}>"
 
     thead = "".join(f"<th scope=col>{escape(str(h))}</th>" for h in head)
-    body = "".join("<tr>" + "".join(cell_html("td", c) for c in r) + "</tr>" for r in rows)
+    body = "".join("<tr>" + "".join(cell("td", c) for c in r) + "</tr>" for r in rows)
     return f"<table><thead><tr>{thead}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def cell_html(value: Any) -> str:
-    return "-" if value is None else escape(_n(value) if isinstance(value, (int, float)) else str(value))
+    return "-" if value is None else escape(number(value) if isinstance(value, (int, float)) else str(value))
 
 
 def figure_html(fid: str, title: str, svg: str, table: str, extra: str = "") -> str:

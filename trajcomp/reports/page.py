@@ -1,6 +1,6 @@
 """A report, or several side by side, as one self-contained HTML page: inline SVG and CSS, no script.
 
-Depends on the report schema only: the charts are figures.py's, the scaffolding markup.py's.
+Reads the report schema only (and the figures compared); the charts are figures.py's, the scaffolding markup.py's.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any, Sequence
 from .comparison import FIGURES, Comparison
 from .figures import assistant_figure, lengths_figure, ratio_figure, retention_figure, status_figure
 from .markup import cell_html, document, missing_html, table_html
+from .numbers import figure_text, number
 from .schema import Report
-from .text import _n, run_letters
-from .text import _value as _fmt
+from .text import run_letters
 
 
 def report_page(r: Report) -> str:
@@ -42,23 +42,23 @@ def _run_name(r: Report) -> str:
 def _key_figures(r: Report) -> str:
     statuses = r.statuses or {}
     items = [
-        ("rows read", _n(r.rows.read) if r.rows else "-"),
-        ("compressed", _n(r.summary.trajectories_compressed)),
-        ("still over the limit", _n(r.summary.trajectories_still_over_limit)),
-        ("cannot fit", _n(statuses["cannot_fit"]) if "cannot_fit" in statuses else "-"),
-        ("failed", _n(r.summary.trajectories_failed)),
-        ("rejected", _n(r.rows.rejected) if r.rows else "-"),
-        ("tokens", f"{_n(r.tokens.total_original)} → {_n(r.tokens.total_compressed)}"),
+        ("rows read", number(r.rows.read) if r.rows else "-"),
+        ("compressed", number(r.summary.trajectories_compressed)),
+        ("still over the limit", number(r.summary.trajectories_still_over_limit)),
+        ("cannot fit", number(statuses["cannot_fit"]) if "cannot_fit" in statuses else "-"),
+        ("failed", number(r.summary.trajectories_failed)),
+        ("rejected", number(r.rows.rejected) if r.rows else "-"),
+        ("tokens", f"{number(r.tokens.total_original)} → {number(r.tokens.total_compressed)}"),
         ("overall ratio", f"{r.tokens.overall_compression_ratio:.4f}"),
-        ("target", _n(r.target_max_tokens) if r.target_max_tokens is not None else "-"),
-        ("summarizer calls", _n(r.summarization.api_calls) if r.summarization else "-"),
+        ("target", number(r.target_max_tokens) if r.target_max_tokens is not None else "-"),
+        ("summarizer calls", number(r.summarization.api_calls) if r.summarization else "-"),
     ]
     for label, share in (("identifier retention", r.identifier_retention),
                          ("assistant tokens kept", r.assistant_tokens_kept)):
         if share is not None and share.mean is not None:
             items.append((label, f"{share.mean:.1%}"))
     if r.human_turns_cut is not None:
-        items.append(("user turns cut", _n(r.human_turns_cut.turns)))
+        items.append(("user turns cut", number(r.human_turns_cut.turns)))
     cells = "".join(f"<div><dt>{escape(k)}</dt><dd>{escape(v)}</dd></div>" for k, v in items)
     return f'<section aria-label="key figures"><dl class=figures>{cells}</dl></section>'
 
@@ -89,7 +89,7 @@ def _passes_section(reports: Sequence[Report], names: Sequence[str]) -> str:
     keys = sorted({k for r in reports for k in (r.passes or {})}, key=int)
     if not keys:
         return ""
-    rows = [[k, *(_n((r.passes or {}).get(k, 0)) for r in reports)] for k in keys]
+    rows = [[k, *(number((r.passes or {}).get(k, 0)) for r in reports)] for k in keys]
     head = ["summaries made for a row", *(["rows"] if len(reports) == 1 else names)]
     return (f"<section id=passes><h2>Passes</h2><p class=note>A second pass asks again or extends the summarized "
             f"region when a row is still over the limit.</p>{table_html(head, rows)}</section>")
@@ -100,8 +100,8 @@ def _worst_section(r: Report) -> str:
         return missing_html("Rows most over the limit", "not in this report (written by an older trajcomp)")
     if not r.worst_rows:
         return "<section id=worst><h2>Rows most over the limit</h2><p class=note>None: every row written fits.</p></section>"
-    rows = [[w.source or "-", _n(w.line) if w.line is not None else "-", _n(w.original_tokens), _n(w.compressed_tokens),
-             f"+{_n(w.over_by)}", w.status.replace("_", " ")] for w in r.worst_rows]
+    rows = [[w.source or "-", number(w.line) if w.line is not None else "-", number(w.original_tokens), number(w.compressed_tokens),
+             f"+{number(w.over_by)}", w.status.replace("_", " ")] for w in r.worst_rows]
     head = ["input file", "line", "tokens before", "tokens after", "over by", "status"]
     return f"<section id=worst><h2>Rows most over the limit</h2>{table_html(head, rows)}</section>"
 
@@ -134,7 +134,7 @@ def comparison_page(reports: Sequence[Report], c: Comparison) -> str:
     ]
     if target is None:
         body.append("<p class=note>The runs have different targets: " + escape(", ".join(
-            f"{l} {_n(r.target_max_tokens) if r.target_max_tokens else '-'}" for l, r in zip(letters, reports))) + "</p>")
+            f"{l} {number(r.target_max_tokens) if r.target_max_tokens else '-'}" for l, r in zip(letters, reports))) + "</p>")
     if all(r.compression_ratios is not None for r in reports):
         body.append(ratio_figure(reports, letters))
     if all(r.statuses is not None for r in reports):
@@ -169,7 +169,7 @@ def _callouts(c: Comparison, letters: Sequence[str]) -> str:
             shown = f"{delta:+.1%}" if key in SHARES else f"{delta:+,}"
             pct = f" ({diff['percent']:+.1f}%)" if diff["percent"] is not None and key not in SHARES else ""
             items.append(f'<li class="{"good" if good else "bad"}"><b>{letter}</b> {escape(f.label)}: '
-                         f"{escape(_fmt(value, f.decimals))} vs {escape(_fmt(base, f.decimals))} in A, "
+                         f"{escape(figure_text(value, f.decimals))} vs {escape(figure_text(base, f.decimals))} in A, "
                          f"{escape(shown)}{escape(pct)} <span class=verdict>{'better' if good else 'worse'}</span></li>")
     if not items:
         items = ["<li>No difference in rows over the limit, tokens saved, retention or summarizer calls.</li>"]
@@ -185,8 +185,8 @@ def _figures_table(c: Comparison, letters: Sequence[str]) -> str:
         values = c.values[f.key]
         if all(v is None for v in values):
             continue
-        row = [f.label, _fmt(values[0], f.decimals)]
+        row = [f.label, figure_text(values[0], f.decimals)]
         for value, diff in zip(values[1:], c.differences(f.key)):
-            row += [_fmt(value, f.decimals), _fmt(diff["absolute"], f.decimals, "+")]
+            row += [figure_text(value, f.decimals), figure_text(diff["absolute"], f.decimals, "+")]
         rows.append(row)
     return f"<section id=table><h2>Figures</h2>{table_html(head, rows)}</section>"

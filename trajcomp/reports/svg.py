@@ -11,7 +11,7 @@ from html import escape
 from typing import Sequence
 
 from ..core.metrics import bin_index
-from .text import _n
+from .numbers import number
 
 # Chart geometry (SVG user units; the SVG scales to the page width).
 WIDTH, HEIGHT = 640, 260
@@ -77,7 +77,7 @@ def bar_svg(fid: str, title: str, desc: str, categories: list, series: list[Seri
             attrs = f' data-lo="{edges[i]}" data-hi="{edges[i + 1]}"' if boundaries else f' data-category="{categories[i]}"'
             out.append(f'<rect class="bar s{k}" x="{x:.2f}" y="{base - h:.2f}" width="{width:.2f}" height="{h:.2f}" '
                        f'data-series="{escape(s.name)}" data-count="{count}"{attrs}>'
-                       f'<title>{escape(s.name)}: {_n(count)} rows, {escape(where)}</title></rect>')
+                       f'<title>{escape(s.name)}: {number(count)} rows, {escape(where)}</title></rect>')
     out.append(f'<line class=axis x1="{LEFT}" x2="{LEFT + PLOT_W}" y1="{base}" y2="{base}"/>')
     out += _x_labels(n, bw, base, boundaries, edges, category_labels)
     if marker is not None:

@@ -5,12 +5,9 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from .comparison import Comparison, Figure
+from .numbers import figure_text, number
 from .reading import read_report
 from .schema import DatasetStats, Report
-
-
-def _n(value: float) -> str:
-    return f"{value:,}" if isinstance(value, int) else f"{value:,.2f}"
 
 
 def render_report(report: Report | dict[str, Any], report_path: str, page_path: str | None = None) -> str:
@@ -20,19 +17,19 @@ def render_report(report: Report | dict[str, Any], report_path: str, page_path: 
     unchanged = {k: v for k, v in s.outcomes.items() if k not in ("compressed", "failed") and v}
     sources = s.summaries_by_source
     resumed = p.rows_from_checkpoint  # rows/s counts only the rows this run read
-    this_run = f", {_n(rows.read - resumed)} of them in this run:" if resumed else " in"
+    this_run = f", {number(rows.read - resumed)} of them in this run:" if resumed else " in"
     lines = [
-        f"trajcomp: {_n(rows.read)} rows read{this_run} {p.duration_seconds:.1f}s ({_n(p.rows_per_second)} rows/s)",
-        f"  compressed          {_n(s.trajectories_compressed)}"
+        f"trajcomp: {number(rows.read)} rows read{this_run} {p.duration_seconds:.1f}s ({number(p.rows_per_second)} rows/s)",
+        f"  compressed          {number(s.trajectories_compressed)}"
         # Say so when some summaries are not the chosen summarizer's (the on_failure fallback).
         + (_reasons(sources) if set(sources) - {calls.summarizer} else ""),
-        f"  left unchanged      {_n(sum(unchanged.values()))}" + _reasons(unchanged),
-        f"  failed              {_n(s.trajectories_failed)} (no summary could be had: written unchanged, flagged)",
-        f"  rejected            {_n(rows.rejected)}" + _reasons(rows.reject_reasons),
-        f"  still over limit    {_n(s.trajectories_still_over_limit)} (of the rows written)"
+        f"  left unchanged      {number(sum(unchanged.values()))}" + _reasons(unchanged),
+        f"  failed              {number(s.trajectories_failed)} (no summary could be had: written unchanged, flagged)",
+        f"  rejected            {number(rows.rejected)}" + _reasons(rows.reject_reasons),
+        f"  still over limit    {number(s.trajectories_still_over_limit)} (of the rows written)"
         + _cannot_fit(r),
-        f"  tokens              {_n(t.total_original)} -> {_n(t.total_compressed)} (ratio {t.overall_compression_ratio})",
-        f"  tokens per row p50  {_n(d.before.p50)} -> {_n(d.after.p50)}, max {_n(d.before.max)} -> {_n(d.after.max)}",
+        f"  tokens              {number(t.total_original)} -> {number(t.total_compressed)} (ratio {t.overall_compression_ratio})",
+        f"  tokens per row p50  {number(d.before.p50)} -> {number(d.after.p50)}, max {number(d.before.max)} -> {number(d.after.max)}",
         f"  summarizer          {calls.summarizer}: {_count(calls.api_calls, 'API call')}, "
         f"{_count(calls.errors, 'error')}"
         # api_calls is what the summaries took, some maybe in earlier runs; http_requests is this run's.
@@ -48,14 +45,14 @@ def render_report(report: Report | dict[str, Any], report_path: str, page_path: 
         lines.insert(-1, f"  assistant kept      {kept.mean:.1%} of assistant tokens on average (of {_count(kept.rows, 'row')})")
     cut = r.human_turns_cut
     if cut is not None and cut.turns:
-        lines.insert(-1, f"  user turns cut      {_n(cut.turns)} too long to carry whole (in {_count(cut.rows, 'row')})")
+        lines.insert(-1, f"  user turns cut      {number(cut.turns)} too long to carry whole (in {_count(cut.rows, 'row')})")
     if page_path is not None:
         lines.append(f"  page                {page_path}")
     not_taken = {k: getattr(rows, k) for k in ("not_sampled", "other_shards") if getattr(rows, k)}
     if not_taken:
-        lines.insert(1, f"  not taken           {_n(sum(not_taken.values()))}" + _reasons(not_taken))
+        lines.insert(1, f"  not taken           {number(sum(not_taken.values()))}" + _reasons(not_taken))
     if p.rows_from_checkpoint:
-        lines.insert(1, f"  resumed             {_n(p.rows_from_checkpoint)} rows were done before the interruption")
+        lines.insert(1, f"  resumed             {number(p.rows_from_checkpoint)} rows were done before the interruption")
     if p.rejects_file:
         lines.append(f"  rejects             {p.rejects_file}")
     if p.skipped_files:
@@ -67,12 +64,12 @@ def render_report(report: Report | dict[str, Any], report_path: str, page_path: 
 
 def _cannot_fit(r: Report) -> str:
     cannot = (r.statuses or {}).get("cannot_fit", 0)
-    return f", {_n(cannot)} of them cannot fit" if cannot else ""
+    return f", {number(cannot)} of them cannot fit" if cannot else ""
 
 
 def _count(n: int, noun: str) -> str:
     plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
-    return f"{_n(n)} {noun if n == 1 else plural}"
+    return f"{number(n)} {noun if n == 1 else plural}"
 
 
 def _reasons(reasons: dict[str, int]) -> str:
@@ -83,13 +80,13 @@ def render_estimate(est: DatasetStats) -> str:
     b, a = est.tokens_before, est.tokens_after_estimate
     return "\n".join(
         [
-            f"trajcomp (dry run): {_n(est.rows)} rows, target {_n(est.target_max_tokens)} tokens",
-            f"  over target             {_n(est.over_target)}",
-            f"  would fit after         {_n(est.would_fit_after_compression)}",
-            f"  would stay over target  {_n(est.would_stay_over_target)}",
-            f"  summarizer calls        {_n(est.summarizer_calls_needed)} "
-            f"(~{_n(est.summary_tokens_needed)} summary tokens)",
-            f"  rejected                {_n(est.rows_rejected)}" + _reasons(est.reject_reasons),
+            f"trajcomp (dry run): {number(est.rows)} rows, target {number(est.target_max_tokens)} tokens",
+            f"  over target             {number(est.over_target)}",
+            f"  would fit after         {number(est.would_fit_after_compression)}",
+            f"  would stay over target  {number(est.would_stay_over_target)}",
+            f"  summarizer calls        {number(est.summarizer_calls_needed)} "
+            f"(~{number(est.summary_tokens_needed)} summary tokens)",
+            f"  rejected                {number(est.rows_rejected)}" + _reasons(est.reject_reasons),
             f"  tokens min/p50/p90/p99/max  {b.min}/{b.p50}/{b.p90}/{b.p99}/{b.max}"
             f" -> ~{a.min}/{a.p50}/{a.p90}/{a.p99}/{a.max}",
         ]
@@ -113,21 +110,21 @@ def render_stats(st: DatasetStats) -> str:
     """`trajcomp stats` as text: the length distribution, what a run would do, the rows of each file."""
     files = st.files
     lines = [
-        f"trajcomp stats: {_n(st.rows)} rows in {_n(len(files))} file{'' if len(files) == 1 else 's'}, "
+        f"trajcomp stats: {number(st.rows)} rows in {number(len(files))} file{'' if len(files) == 1 else 's'}, "
         f"tokenizer {st.tokenizer.name}",
-        f"  target {_n(st.target_max_tokens)} tokens per row, summaries of {_n(st.summary_target_tokens)} "
+        f"  target {number(st.target_max_tokens)} tokens per row, summaries of {number(st.summary_target_tokens)} "
         f"tokens, last {st.protect_last_n_turns} turns kept",
         "",
         *table([
             ["tokens per row", *PERCENTILES],
-            ["now", *(_n(getattr(st.tokens_before, k)) for k in PERCENTILES)],
-            ["after (planned)", *(_n(getattr(st.tokens_after_estimate, k)) for k in PERCENTILES)],
+            ["now", *(number(getattr(st.tokens_before, k)) for k in PERCENTILES)],
+            ["after (planned)", *(number(getattr(st.tokens_after_estimate, k)) for k in PERCENTILES)],
         ]),
         "",
         *table(_plan_rows(st), align="lrl"),
     ]
     if len(files) > 1:
-        rows = [[f.path, _n(f.rows), _n(f.rejected)] for f in files]
+        rows = [[f.path, number(f.rows), number(f.rejected)] for f in files]
         lines += ["", *table([["file", "rows", "rejected"], *rows])]
     return "\n".join(lines)
 
@@ -141,11 +138,11 @@ def _plan_rows(st: DatasetStats) -> list[list[str]]:
         "still over after summary": st.would_stay_over_target - d["nothing_to_compress"] - d["no_net_savings"],
     }
     return [
-        ["rows over target", _n(st.over_target), ""],
-        ["  could be brought under", _n(st.would_fit_after_compression), ""],
-        ["  would stay over", _n(st.would_stay_over_target), _reasons({k: v for k, v in why.items() if v}).strip()],
-        ["summarizer calls needed", _n(st.summarizer_calls_needed), f"(~{_n(st.summary_tokens_needed)} summary tokens)"],
-        ["rejected", _n(st.rows_rejected), _reasons(st.reject_reasons).strip()],
+        ["rows over target", number(st.over_target), ""],
+        ["  could be brought under", number(st.would_fit_after_compression), ""],
+        ["  would stay over", number(st.would_stay_over_target), _reasons({k: v for k, v in why.items() if v}).strip()],
+        ["summarizer calls needed", number(st.summarizer_calls_needed), f"(~{number(st.summary_tokens_needed)} summary tokens)"],
+        ["rejected", number(st.rows_rejected), _reasons(st.reject_reasons).strip()],
     ]
 
 
@@ -164,19 +161,11 @@ def render_comparison(comparison: Comparison, figures: Sequence[Figure]) -> str:
     rows = [header]
     for f in figures:
         first, *later = comparison.values[f.key]
-        row = [f.label, _value(first, f.decimals)]
+        row = [f.label, figure_text(first, f.decimals)]
         for value, diff in zip(later, comparison.differences(f.key)):
-            row += [_value(value, f.decimals), _value(diff["absolute"], f.decimals, "+"), _percent(diff["percent"])]
+            row += [figure_text(value, f.decimals), figure_text(diff["absolute"], f.decimals, "+"), _percent(diff["percent"])]
         rows.append(row)
     return "\n".join(legend + [""] + table(rows, indent=""))
-
-
-def _value(value: float | None, decimals: int | None, sign: str = "") -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, int) and decimals is None:
-        return f"{value:{sign},}"
-    return f"{value:{sign},.{2 if decimals is None else decimals}f}"
 
 
 def _percent(value: float | None) -> str:

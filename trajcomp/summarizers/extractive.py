@@ -15,8 +15,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from ..core.rows import Turn
 from ..core.summary_turn import HANDOFF
+from ..core.turn import Turn
 from .base import Summarizer, Summary, SummaryError, SummaryRequest
 
 KEY_ARGS = ("command", "cmd", "path", "file_path", "file", "filename", "query", "q", "url", "pattern", "name")

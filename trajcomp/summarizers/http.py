@@ -14,8 +14,8 @@ from typing import Any, Mapping
 
 import aiohttp
 
-from ..version import __version__
 from ..core.redact import redact
+from ..version import __version__
 
 RETRY_STATUSES = frozenset({408, 409, 429})  # and every 5xx
 MAX_SERVER_WAIT = 300.0  # a Retry-After longer than this is not waited for in full

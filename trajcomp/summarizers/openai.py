@@ -15,9 +15,9 @@ from ..core.config import ConfigError
 from ..core.metrics import nearest_rank
 from ..core.redact import redact
 from ..core.summary_turn import DEFAULT_PREFIX, HANDOFF, PROSE, strip_prefix
+from ..core.tokens import TokenCounter
 from .base import Summarizer, Summary, SummaryError, SummaryRequest, request_key
 from .guard import fit_turns
-from ..core.tokens import TokenCounter
 from .http import ContextRefusal, Endpoint, Failure, PreflightError, RetryPolicy
 
 __all__ = ["HANDOFF_PROMPT", "OpenAISummarizer", "PreflightError", "SYSTEM_PROMPT"]
