@@ -120,26 +120,32 @@ def forbidden(edges: dict[str, set[str]]) -> list[str]:
     return wrong
 
 
-def test_no_module_imports_itself_in_a_cycle():
-    assert cycle(graph(PACKAGE)) is None
+@pytest.fixture(scope="module")
+def edges() -> dict[str, set[str]]:
+    """The package's import graph, read once for the tests below."""
+    return graph(PACKAGE)
 
 
-def test_no_package_imports_another_in_a_cycle():
-    assert cycle(package_edges(graph(PACKAGE))) is None
+def test_no_module_imports_itself_in_a_cycle(edges):
+    assert cycle(edges) is None
 
 
-def test_every_package_imports_only_what_the_layering_allows():
-    assert forbidden(graph(PACKAGE)) == []
-    assert set(map(layer, graph(PACKAGE))) == set(ALLOWED) | LEAVES  # no package the layering does not name
+def test_no_package_imports_another_in_a_cycle(edges):
+    assert cycle(package_edges(edges)) is None
 
 
-def test_the_row_core_names_no_summarizer_module():
+def test_every_package_imports_only_what_the_layering_allows(edges):
+    assert forbidden(edges) == []
+    assert set(map(layer, edges)) == set(ALLOWED) | LEAVES  # no package the layering does not name
+
+
+def test_the_row_core_names_no_summarizer_module(edges):
     # It depends on the interface; implementations come from the caller or the entry-point group,
     # so not even a string (an import_module target) may name one.
     for name, path in modules(PACKAGE).items():
         if layer(name) != "core":
             continue
-        assert not any(t.startswith("trajcomp.summarizers") for t in graph(PACKAGE)[name]), name
+        assert not any(t.startswith("trajcomp.summarizers") for t in edges[name]), name
         strings = [n.value for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Constant)
                    and isinstance(n.value, str)]
         assert not [s for s in strings if "trajcomp.summarizers." in s], name
