@@ -36,6 +36,8 @@ from typing import Any
 
 from aiohttp import web
 
+from batch_server import BatchEndpoints
+
 FAULT_ORDER = ("drop_connection", "hang", "fail", "malformed", "no_choices",
                "null_content", "empty_content", "length")
 THINK_PREFIX = "<think>internal reasoning</think>\n"
@@ -77,6 +79,11 @@ class Faults:
     context_limit: int | None = None
     context_tokenizer: str | None = None
     context_wording: str = "vllm"
+    # The Files and Batches endpoints (batch_server.py): hold every batch in progress; expire the next N
+    # batches after half their lines; answer these custom ids with an error object.
+    batch_hold: bool = False
+    batch_expire_first_n: int = 0
+    batch_error_ids: list[str] | None = None
 
 
 @dataclass
@@ -94,6 +101,9 @@ class Stats:
     models_requests: int = 0
     request_starts: list[float] = field(default_factory=list)
     request_ends: list[float] = field(default_factory=list)
+    files_uploaded: int = 0
+    batch_custom_ids: list[list[str]] = field(default_factory=list)  # each batch's requests, in creation order
+    batch_polls: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able copy of the counters."""
@@ -194,7 +204,8 @@ class FakeOpenAIServer:
         self._initial = Faults(**faults)
         self.faults = Faults(**faults)
         self.stats = Stats()
-        self._remaining = {k: getattr(self.faults, f"{k}_first_n") for k in FAULT_ORDER}
+        self._remaining = {k: getattr(self.faults, f"{k}_first_n") for k in (*FAULT_ORDER, "batch_expire")}
+        self.batches = BatchEndpoints(self)
         self._runner: web.AppRunner | None = None
         self._stopping = asyncio.Event()
         self._changed: asyncio.Condition | None = None  # made on the server's loop, in start()
@@ -221,6 +232,7 @@ class FakeOpenAIServer:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
+        self.batches.routes(app)
         app.router.add_post("/_control/faults", self._ctl_faults)
         app.router.add_get("/_control/stats", self._ctl_stats)
         app.router.add_post("/_control/reset", self._ctl_reset)
@@ -238,6 +250,7 @@ class FakeOpenAIServer:
     async def stop(self) -> None:
         """Wake hung requests (their connections are dropped) and shut down."""
         self._stopping.set()
+        await self.batches.stop()
         await self._notify()
         if self._runner is not None:
             await self._runner.cleanup()

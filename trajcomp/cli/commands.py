@@ -13,10 +13,11 @@ from typing import Optional
 import typer
 from typer.exceptions import TyperException
 
-from ..core.config import ConfigError, load_config
+from ..core.config import ConfigError
 from ..core.tokens import TokenCounter, TokenizerLoadError
 from ..version import __version__
 from . import options as opt
+from .flags import config_from_flags
 from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_ROWS_FAILED, EXIT_TERMINATED, EXIT_USAGE, fail
 
 app = typer.Typer(
@@ -70,6 +71,7 @@ def compress(
     on_failure: opt.OnFailure = None,
     no_cache: opt.NoCache = False,
     cache_dir: opt.CacheDir = None,
+    batch: opt.Batch = False,
     input_format: opt.InputFormat = None,
     output_format: opt.OutputFormat = None,
     sample_percent: opt.SamplePercent = 100.0,
@@ -101,12 +103,14 @@ def _compress_command(flags) -> None:
     from ..engines.selection import Selection
 
     try:
-        cfg = _config(flags)
+        cfg = config_from_flags(flags)
         if flags.shard_index >= flags.num_shards:
             raise ConfigError(f"--shard-index must be below --num-shards ({flags.shard_index} >= {flags.num_shards})")
         shard = (flags.shard_index, flags.num_shards) if flags.num_shards > 1 else None
         selection = Selection(flags.sample_percent, flags.seed, flags.num_shards, flags.shard_index, flags.limit)
         ray = _ray_options(flags.engine, flags.dry_run, flags.ray_address, flags.ray_concurrency)
+        if cfg.batch and (ray is not None or not cfg.cache):
+            raise ConfigError("--batch needs the summary cache and the local engine (not --no-cache, not --engine ray)")
         staged = stage(flags.inputs, flags.output)  # inputs in object storage fetched, an output there given a local place
         layout = staged.localize(resolve(staged.inputs, staged.output, cfg, _dotted(flags.output_format), shard))
         options = RunOptions(selection, flags.quiet or flags.as_json, flags.checkpoint_rows, flags.restart)
@@ -117,38 +121,6 @@ def _compress_command(flags) -> None:
         _dry_run(layout, options, counter, cfg, flags.quiet, flags.as_json)
         return
     _compress(layout, options, counter, cfg, flags.quiet, flags.as_json, flags.html, ray, staged)
-
-
-def _config(flags):
-    """The run's config: the file's, with the flags given on top."""
-    return load_config(
-        flags.config,
-        target_max_tokens=flags.target_max_tokens,
-        summary_target_tokens=flags.summary_target_tokens,
-        protect_last_n_turns=flags.protect_last_n,
-        tokenizer_name=flags.tokenizer,
-        count_mode=flags.count_mode,
-        chat_template=str(flags.chat_template) if flags.chat_template else None,
-        max_passes=flags.max_passes,
-        summarizer=flags.summarizer,
-        summary_style=flags.summary_style,
-        summary_prefix=flags.summary_prefix,
-        summary_tokenizer=str(flags.summary_tokenizer) if flags.summary_tokenizer else None,
-        max_concurrent_requests=flags.concurrency,
-        num_workers=flags.workers,
-        max_rows_in_memory=flags.max_rows_in_memory,
-        base_url=flags.base_url,
-        summarization_model=flags.model,
-        api_key_env=flags.api_key_env,
-        request_timeout=flags.request_timeout,
-        per_trajectory_timeout=flags.trajectory_timeout,
-        max_retries=flags.max_retries,
-        retry_delay=flags.retry_delay,
-        on_failure=flags.on_failure,
-        cache=False if flags.no_cache else None,
-        cache_dir=flags.cache_dir,
-        input_format=flags.input_format,
-    )
 
 
 def _ray_options(engine: str, dry_run: bool, address: str | None, actors: int):
@@ -194,15 +166,21 @@ def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool, html: b
     from ..engines.pipeline import Runner, build_rows
     from ..engines.workers import WorkerDied
     from ..formats.base import InputError
-    from ..summarizers.http import PreflightError
+    from ..summarizers.http import APIError, PreflightError
 
     try:
         rows = build_rows(cfg, counter, layout, ray, options.quiet)
         result = asyncio.run(_run_until_stopped(Runner(cfg, rows, layout, options)))
     except (ConfigError, TokenizerLoadError) as exc:  # a bad summarization.tokenizer among them
         fail(str(exc))
-    except (PreflightError, InputError, SummarizerDown) as exc:
+    except PreflightError as exc:
+        hint = "" if cfg.batch or not cfg.cache else (
+            "; with every summary in the cache already (batch import), --batch writes the rows without the endpoint")
+        fail(staged.named(str(exc)) + hint, EXIT_FAILED)
+    except (InputError, SummarizerDown) as exc:
         fail(staged.named(str(exc)), EXIT_FAILED)
+    except APIError as exc:  # the batch endpoint: the batches submitted are recorded, a rerun waits on them
+        fail(f"{exc}{_resume_hint(layout)}", EXIT_FAILED)
     except WorkerDied as exc:
         fail(f"{exc}{_resume_hint(layout)}", EXIT_FAILED)
     except OSError as exc:  # writing: a full disk, a folder that vanished; inputs raise InputError
@@ -320,9 +298,11 @@ def report_command(
 
 
 # Commands kept in their own modules; registered here so `python -m trajcomp.cli` has them too.
+from .batch import batch_app as _batch_app  # noqa: E402
 from .compare import compare as _compare  # noqa: E402
 from .stats import stats as _stats  # noqa: E402
 
 app.command("stats")(_stats)
 app.command("compare")(_compare)
+app.add_typer(_batch_app, name="batch")
 

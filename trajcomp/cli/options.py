@@ -68,6 +68,11 @@ NoCache = Annotated[bool, typer.Option("--no-cache", help="Do not read or write 
 CacheDir = Annotated[Optional[str], typer.Option(
     help="The summary cache's folder, shared by every process and engine (default: beside the output).",
 )]
+Batch = Annotated[bool, typer.Option(
+    "--batch", help="Buy the summaries through the endpoint's Files and Batches API (about half price at hosted "
+        "providers), in rounds, then write the rows from the cache; waits for the batches, resumable. With "
+        "every summary already in the cache (batch import), no endpoint is contacted.",
+)]
 InputFormat = Annotated[Optional[str], typer.Option(
     help="Row schema: auto, sharegpt (conversations) or openai (messages).",
 )]

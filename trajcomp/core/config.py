@@ -64,6 +64,11 @@ class CompressionConfig:
     cache: bool = True
     cache_dir: str | None = None  # the summary cache's folder; None: beside the output (engines/paths.py)
     summary_style: str = "prose"  # prose, or handoff: the Markdown sections an agent's own compaction writes
+    # Summaries bought through the endpoint's Files and Batches API in rounds (engines/batch.py), not one call each.
+    batch: bool = False
+    batch_max_requests: int = 50_000  # a batch file's requests at most (OpenAI's limit)
+    batch_max_bytes: int = 200_000_000  # and its size
+    batch_poll_seconds: float = 30.0  # how often a batch's status is asked for
     # output
     summary_prefix: str = DEFAULT_PREFIX  # opens the summary turn
     add_summary_notice: bool = True
@@ -134,6 +139,10 @@ LAYOUT: dict[str, dict[str, str]] = {
         "cache": "cache",
         "cache_dir": "cache_dir",
         "style": "summary_style",
+        "batch": "batch",
+        "batch_max_requests": "batch_max_requests",
+        "batch_max_bytes": "batch_max_bytes",
+        "batch_poll_seconds": "batch_poll_seconds",
     },
     "output": {
         "summary_prefix": "summary_prefix",
@@ -198,7 +207,8 @@ def validate(cfg: CompressionConfig) -> None:
         if isinstance(value, float) and not math.isfinite(value):
             raise ConfigError(f"{_key(f.name)} must be a finite number, got {value!r}")
     positive = ("target_max_tokens", "summary_target_tokens", "max_concurrent_requests",
-                "max_rows_in_memory", "max_passes", "max_input_tokens")
+                "max_rows_in_memory", "max_passes", "max_input_tokens", "batch_max_requests", "batch_max_bytes",
+                "batch_poll_seconds")
     for name in positive:
         if getattr(cfg, name) is not None and getattr(cfg, name) <= 0:
             raise ConfigError(f"{_key(name)} must be > 0, got {getattr(cfg, name)}")

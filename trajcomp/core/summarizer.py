@@ -64,6 +64,16 @@ class SummaryError(Exception):
         self.errors = errors
 
 
+class SummaryPending(Exception):
+    """The summary is bought later, in a batch (summarization.batch): the row waits for it.
+
+    Not a failure: the row core lets it through to the engine, which collects `body` under `key`."""
+
+    def __init__(self, key: str, body: dict[str, Any]):
+        super().__init__(key, body)
+        self.key, self.body = key, body
+
+
 class Summarizer(ABC):
     """Turns a run of turns into a summary body within a token budget."""
 
@@ -83,6 +93,14 @@ class Summarizer(ABC):
     def cache_key(self, request: SummaryRequest) -> str | None:
         """A key naming everything that decides this summary, or None when not worth caching."""
         return None
+
+    def request_body(self, request: SummaryRequest) -> dict[str, Any] | None:
+        """The chat request this summary is bought with, for a batch file (None: it cannot be batched)."""
+        return None
+
+    def accept(self, data: Any, body: dict[str, Any] | None = None) -> tuple[str | None, str]:
+        """A chat completion's usable summary text, or None and why not (a batch answer is read here too)."""
+        return None, f"{self.name} reads no chat completions"
 
     def live(self) -> dict[str, int]:
         """Facts for the progress bar, such as calls in flight."""

@@ -78,9 +78,10 @@ class WorkDir:
             raise ConfigError(f"another trajcomp run is writing to the same output (its work folder {self.path} is locked)") from None
 
     def _clear(self) -> None:
-        """Everything but the lock we hold."""
+        """Everything but the lock we hold and the batches a batch run submitted (paid for: batch.py
+        waits on them whatever the run)."""
         for child in self.path.iterdir():
-            if child.name == "lock":
+            if child.name in ("lock", "batches"):
                 continue
             if child.is_dir():
                 shutil.rmtree(child)

@@ -20,8 +20,9 @@ from ..core.config import CompressionConfig
 from ..core.metrics import Aggregate, Outcome
 from ..formats import Record, format_for, identity
 from ..formats.base import InputError, input_schema, read_checked, write_json
-from ..reports.schema import Report
+from ..reports.schema import Batches, Report
 from ..version import __version__
+from .batch import BatchBuyer
 from .checkpoint import WorkDir
 from .failures import FailureStreak
 from .ordered import ordered_map
@@ -38,7 +39,7 @@ from .workers import WorkerPool, build_core, worker_count
 # authenticate to it): a resume may change them, e.g. after the server moved to another port.
 _NOT_IN_OUTPUT = {
     "num_workers", "max_concurrent_requests", "max_rows_in_memory", "cache", "cache_dir", "max_consecutive_failures",
-    "base_url", "api_key_env",
+    "base_url", "api_key_env", "batch", "batch_max_requests", "batch_max_bytes", "batch_poll_seconds",
 }
 
 
@@ -106,6 +107,7 @@ class Runner:
         mirror = WorkMirror(layout.work_mirror) if layout.work_mirror else None
         self.work = WorkDir(layout.work, self.fingerprint(), mirror)
         self.progress: Progress | None = None
+        self.batch: Batches | None = None  # what buying the summaries in batches took (summarization.batch)
         self.resumed_rows = 0
         self.taker = Taker(options.selection)
         self.failures = FailureStreak(config.max_consecutive_failures, self.work, layout.work)
@@ -129,6 +131,11 @@ class Runner:
         try:
             await self.compressor.start()  # preflight: a dead endpoint stops the run before any file exists
             self.work.begin()
+            if self.config.batch:
+                self.batch = await BatchBuyer(
+                    self.config, self.layout, self.options.selection, self.compressor, self.work.path,
+                    self.options.quiet, self.max_running, self.max_held,
+                ).buy()
             self._count_resumed()
             with Progress(disable=self.options.quiet, live=self.compressor.summarizer.live) as self.progress:
                 for index, job in enumerate(self.layout.files):
@@ -142,7 +149,7 @@ class Runner:
             await self.compressor.close()
         gathered = gather(self.work, self.layout)
         facts = RunFacts(started, time.monotonic() - clock, self.work.resumed, self.resumed_rows,
-                         self.options.selection.as_dict(), self.max_running)
+                         self.options.selection.as_dict(), self.max_running, self.batch)
         report = build_report(self.config, self.compressor, self.layout, gathered, facts)
         write_json(self.layout.report, report.to_dict(), indent=2)
         self.work.remove()

@@ -3,7 +3,7 @@ theirs, and the report, which names what the run did (files, engine, timing) bes
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
@@ -12,7 +12,7 @@ from ..core.config import CompressionConfig
 from ..core.metrics import Aggregate
 from ..formats.jsonl import JSONL
 from ..reports.build import from_aggregate
-from ..reports.schema import Processing, Report, TokenizerInfo
+from ..reports.schema import Batches, Processing, Report, TokenizerInfo
 from ..version import __version__
 from .checkpoint import WorkDir
 from .paths import Layout
@@ -58,6 +58,7 @@ class RunFacts:
     rows_from_checkpoint: int
     selection: dict[str, Any]
     max_rows_running: int
+    batch: Batches | None = None  # when the summaries were bought in batches
 
 
 def build_report(config: CompressionConfig, compressor, layout: Layout, gathered: Gathered, facts: RunFacts) -> Report:
@@ -84,7 +85,7 @@ def build_report(config: CompressionConfig, compressor, layout: Layout, gathered
     return from_aggregate(
         aggregate,
         summarizer=config.summarizer,
-        summarizer_stats=compressor.summarizer.run_stats(),
+        summarizer_stats={**compressor.summarizer.run_stats(), **({"batch": asdict(facts.batch)} if facts.batch else {})},
         processing=processing,
         tokenizer=TokenizerInfo(**vars(compressor.counter.info)),
         config=config.to_sections(),

@@ -37,6 +37,7 @@ class SummaryCache:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self._index: dict[int, int] = {}  # short key -> segment number << 40 | offset of its line
+        self._failed: dict[str, dict[str, str]] = {}  # key -> {attempt: why}: batch answers that were not usable
         self._segments: list[Path] = []
         self._read_to: list[int] = []  # bytes of each segment already indexed
         self._own: int | None = None  # our segment's file descriptor, opened at the first put
@@ -54,10 +55,24 @@ class SummaryCache:
         return found
 
     def put(self, key: str, summary: Summary) -> None:
+        self._append(_encoded(key, summary))
+
+    def failures(self, key: str) -> dict[str, str]:
+        """The failed attempts recorded for `key` (batch mode), by attempt id: why each failed."""
+        if time.monotonic() - self._refreshed >= REFRESH_SECONDS:
+            self._refresh()
+        return self._failed.get(key, {})
+
+    def put_failure(self, key: str, why: str, attempt: str) -> None:
+        """Record a failed attempt at `key`'s summary (never a summary: readers count it, never serve it)."""
+        self._append(_failure(key, why, attempt))
+        self._failed.setdefault(key, {})[attempt] = why
+
+    def _append(self, entry: bytes) -> None:
         if self._own is None:
             name = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}{SUFFIX}"
             self._own = os.open(self.path / name, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        os.write(self._own, _encoded(key, summary) + b"\n")  # one call: a kill leaves the line whole or torn, never mixed
+        os.write(self._own, entry + b"\n")  # one call: a kill leaves the line whole or torn, never mixed
 
     def close(self) -> None:
         if self._own is not None:
@@ -99,7 +114,9 @@ class SummaryCache:
                 if not line.endswith(b"\n"):  # being written, or torn by a kill: read again next time
                     break
                 entry = _parsed(line)
-                if entry is not None:
+                if entry is not None and "failed" in entry:
+                    self._failed.setdefault(entry["key"], {})[str(entry.get("attempt"))] = str(entry["failed"])
+                elif entry is not None:
                     self._index.setdefault(_short(entry["key"]), number << 40 | offset)
                 offset += len(line)
         return offset
@@ -114,6 +131,10 @@ def _encoded(key: str, summary: Summary) -> bytes:
 def _decoded(entry: dict[str, Any] | None, key: str) -> Summary | None:
     """The summary of an entry read back, if it is whole and is `key`'s (64-bit index keys may collide)."""
     return Summary(**entry["summary"]) if entry is not None and entry["key"] == key else None
+
+
+def _failure(key: str, why: str, attempt: str) -> bytes:
+    return json.dumps({"key": key, "failed": why, "attempt": attempt}, ensure_ascii=False).encode("utf-8")
 
 
 def _parsed(line: bytes) -> dict[str, Any] | None:
@@ -150,6 +171,23 @@ class ObjectCache:
     def put(self, key: str, summary: Summary) -> None:
         with self._fs.open_output_stream(self._key(key)) as f:
             f.write(_encoded(key, summary))
+
+    def failures(self, key: str) -> dict[str, str]:
+        try:
+            with self._fs.open_input_stream(self._failed_key(key)) as f:
+                found = json.loads(f.read())
+        except (FileNotFoundError, ValueError):
+            return {}
+        return found if isinstance(found, dict) else {}
+
+    def put_failure(self, key: str, why: str, attempt: str) -> None:
+        # read, then written whole: one process records a key's failures (the batch driver or an import)
+        found = {**self.failures(key), attempt: why}
+        with self._fs.open_output_stream(self._failed_key(key)) as f:
+            f.write(json.dumps(found, ensure_ascii=False).encode("utf-8"))
+
+    def _failed_key(self, key: str) -> str:
+        return f"{self._root}/failed/{key}.json"
 
     def close(self) -> None:
         self._fs = None

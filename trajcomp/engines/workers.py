@@ -37,6 +37,7 @@ from ..core.compressor import RowResult, TrajectoryCompressor
 from ..core.config import CompressionConfig
 from ..core.tokens import TokenCounter
 from ..summarizers import make_summarizer
+from .batch_answers import BatchAnswered
 from .summary_cache import CachedSummarizer, open_cache
 
 STOP_GRACE = 10.0  # seconds a worker has to finish closing (its HTTP session, the cache) once told to stop
@@ -49,7 +50,9 @@ class WorkerDied(RuntimeError):
 def build_core(config: CompressionConfig, counter: TokenCounter, cache: str | Path | None) -> TrajectoryCompressor:
     """A row core, its summarizer behind the summary cache at `cache` when that is worth it."""
     summarizer = make_summarizer(config.summarizer, config, counter)
-    if cache is not None and config.cache and summarizer.cacheable:
+    if config.batch and summarizer.cacheable:  # the batches fill the cache (batch.py); rows read it
+        summarizer = BatchAnswered(summarizer, open_cache(cache), config.max_retries)
+    elif cache is not None and config.cache and summarizer.cacheable:
         summarizer = CachedSummarizer(summarizer, open_cache(cache))
     return TrajectoryCompressor(config, counter, summarizer)
 

@@ -74,6 +74,21 @@ class Usage:
 
 
 @dataclass
+class Batches:
+    """How a batch run bought its summaries (summarization.batch), over its resumes."""
+
+    batches: int = 0
+    rounds: int = 0
+    requests: int = 0
+    answered: int = 0
+    failed: int = 0
+    failed_by_reason: dict[str, int] = field(default_factory=dict)
+    wait_seconds: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass
 class Summarization:
     """Summed over every row (rejected ones too), plus what the summarizer says about this run."""
 
@@ -89,6 +104,7 @@ class Summarization:
     usage: Usage | None = field(default=None, metadata=_OMIT)
     cache_hits: int | None = field(default=None, metadata=_OMIT)
     cache_file: str | None = field(default=None, metadata=_OMIT)
+    batch: Batches | None = field(default=None, metadata=_OMIT)
     extra: dict[str, Any] = field(default_factory=dict)  # figures a summarizer adds that the schema does not name
 
 

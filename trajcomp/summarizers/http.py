@@ -10,7 +10,7 @@ import re
 import time
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Any, Mapping
+from typing import Any, Awaitable, Callable, Mapping
 
 import aiohttp
 
@@ -25,6 +25,10 @@ class PreflightError(RuntimeError):
     """The endpoint cannot serve this run (unreachable, refused credentials, unknown model)."""
 
 
+class APIError(RuntimeError):
+    """A call that retrying could not make succeed (the message is free of secrets)."""
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """Exponential backoff with full jitter; a server's Retry-After wins over the backoff."""
@@ -37,6 +41,19 @@ class RetryPolicy:
         if retry_after is not None:
             return min(retry_after, MAX_SERVER_WAIT)
         return random.uniform(0, min(self.max_delay, self.base_delay * 2 ** (failures - 1)))
+
+
+async def retried(policy: RetryPolicy, attempt: Callable[[], Awaitable["Response | Failure"]], what: str) -> "Response":
+    """`attempt` until it answers, retried as `policy` says; APIError naming `what` when it cannot."""
+    failures = 0
+    while True:
+        result = await attempt()
+        if isinstance(result, Response):
+            return result
+        failures += 1
+        if not result.retryable or failures > policy.max_retries:
+            raise APIError(f"{what}: {result.message} (after {failures} calls)")
+        await asyncio.sleep(policy.delay(failures, result.retry_after))
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
@@ -158,21 +175,32 @@ class Endpoint:
         self.in_flight += 1
         self.sent += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return await self.call("POST", "/chat/completions", body)
+        finally:
+            self.in_flight -= 1
+
+    async def call(self, method: str, path: str, body: Any = None, form: aiohttp.FormData | None = None,
+                   raw: bool = False) -> Response | Failure:
+        """One call to the API (chat, files, batches); never raises for network or HTTP trouble.
+        A 200's body is read as JSON, or kept as text when `raw` (a file's content)."""
         started = time.monotonic()
         try:
-            status, headers, text = await self._send("POST", "/chat/completions", body, self.timeout)
+            status, headers, text = await self._send(method, path, body, self.timeout, form)
         except asyncio.TimeoutError:
             return Failure("request timed out", True, seconds=time.monotonic() - started)
         except aiohttp.ClientError as exc:
             message = self.scrub(f"connection error: {type(exc).__name__}: {exc}")
             return Failure(message, True, seconds=time.monotonic() - started)
-        finally:
-            self.in_flight -= 1
+        if raw and status == 200:
+            return Response(text, time.monotonic() - started)
         return self._interpret(status, headers, text, time.monotonic() - started)
 
-    async def _send(self, method: str, path: str, body: Any, timeout: float) -> tuple[int, Mapping[str, str], str]:
+    async def _send(self, method: str, path: str, body: Any, timeout: float,
+                    form: aiohttp.FormData | None = None) -> tuple[int, Mapping[str, str], str]:
         client_timeout = aiohttp.ClientTimeout(total=timeout)
-        async with self._session.request(method, self.base_url + path, json=body, timeout=client_timeout) as resp:
+        payload = {"data": form} if form is not None else {"json": body}
+        async with self._session.request(method, self.base_url + path, timeout=client_timeout, **payload) as resp:
             return resp.status, resp.headers, await resp.text(errors="replace")
 
     def _interpret(self, status: int, headers: Mapping[str, str], text: str, seconds: float) -> Response | Failure:

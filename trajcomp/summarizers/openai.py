@@ -221,11 +221,15 @@ class OpenAISummarizer(Summarizer):
         self.latencies.append(response.seconds)
         if isinstance(response, Failure):
             return response
-        text, problem = self._accept(response.data)
+        text, problem = self.accept(response.data, body)
         return text if text is not None else Failure(problem, retryable=True, seconds=response.seconds)
 
-    def _accept(self, data: Any) -> tuple[str | None, str]:
-        """The usable summary text of a 200 response, or None and why it is not usable."""
+    def request_body(self, request: SummaryRequest) -> dict[str, Any]:
+        return self.payload(request)
+
+    def accept(self, data: Any, body: dict[str, Any] | None = None) -> tuple[str | None, str]:
+        """The usable summary text of a 200 response, or None and why it is not usable: the one
+        place an answer becomes text, online or from a batch."""
         usage = (data.get("usage") if isinstance(data, dict) else None) or {}
         for key in self.usage:  # billed even when the answer is unusable
             self.usage[key] += int(usage.get(key) or 0)

@@ -1,0 +1,59 @@
+"""The summarizer of a batch run: every summary comes from the summary cache, none from a live call.
+
+A request the cache cannot answer is handed to the engine as SummaryPending (its cache key and the
+chat request that buys it), to be bought in the next batch; once it has failed more than
+`max_retries` times it is a SummaryError, and the row gets its `on_failure` as after failed calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import Any
+
+from ..core.summarizer import Summarizer, Summary, SummaryError, SummaryPending, SummaryRequest
+from .summary_cache import ObjectCache, SummaryCache
+
+
+class BatchAnswered(Summarizer):
+    """`inner`'s summaries as the batches bought them; it never calls `inner`'s endpoint."""
+
+    def __init__(self, inner: Summarizer, cache: SummaryCache | ObjectCache, max_retries: int):
+        self.inner, self.cache, self.max_retries = inner, cache, max_retries
+        self.name = inner.name
+        self.hits = 0
+
+    async def start(self) -> None:
+        self.cache.open()  # no preflight: a run whose summaries are all bought needs no endpoint at all
+
+    async def summarize(self, request: SummaryRequest) -> Summary:
+        key, hit, failed = await asyncio.to_thread(self._lookup, request)  # counts, elides, reads: not on the loop
+        if hit is not None:
+            self.hits += 1
+            return hit
+        if len(failed) > self.max_retries:
+            raise SummaryError(f"{_common(failed)} (after {len(failed)} batch requests)", len(failed), len(failed))
+        raise SummaryPending(key, self.inner.request_body(request))
+
+    def _lookup(self, request: SummaryRequest) -> tuple[str, Summary | None, dict[str, str]]:
+        key = self.inner.cache_key(request)
+        hit = self.cache.get(key)
+        return key, hit, {} if hit is not None else self.cache.failures(key)
+
+    async def close(self) -> None:
+        self.cache.close()
+
+    def accept(self, data: Any, body: dict[str, Any] | None = None) -> tuple[str | None, str]:
+        return self.inner.accept(data, body)
+
+    def run_stats(self) -> dict[str, Any]:
+        stats = self.inner.run_stats()
+        return {**stats, "cache_hits": self.hits, "cache_file": str(self.cache.path)}
+
+    def secrets(self) -> tuple[str, ...]:
+        return self.inner.secrets()
+
+
+def _common(failed: dict[str, str]) -> str:
+    """The most frequent reason (alphabetically first of equals): the same wherever the ledger was read."""
+    return min(Counter(failed.values()).items(), key=lambda kv: (-kv[1], kv[0]))[0]

@@ -1,0 +1,67 @@
+"""Batch files for any runner: the requests a run still needs, written out, and a runner's results read in.
+
+`export_requests` plans the run as `compress --batch` would and writes what its next round would
+submit (OpenAI's batch input format, which vLLM's run_batch reads too); `import_results` takes
+output files into the summary cache. Export, run, import, again until export finds nothing: then
+`compress --batch` with the same options writes every row from the cache without an endpoint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.config import CompressionConfig
+from ..formats.base import AtomicFile, InputError
+from ..summarizers import make_summarizer
+from ..summarizers.batch_api import request_line
+from .batch import pending_requests
+from .batch_results import ResultsReader, Taken
+from .paths import Layout
+from .pipeline import build_rows
+from .selection import Selection
+from .summary_cache import open_cache
+
+ROWS_RUNNING = 64  # rows planned at once: a round makes no call, so a few keep the tokenizer busy
+
+
+@dataclass(frozen=True)
+class Exported:
+    requests: int
+    path: Path
+
+
+async def export_requests(config: CompressionConfig, counter, layout: Layout, selection: Selection,
+                          path: Path) -> Exported:
+    """The requests the run still waits for, one line each, written to `path` (whole, or nothing)."""
+    rows = build_rows(config.replace(batch=True), counter, layout)
+    await rows.start()
+    try:
+        pending = await pending_requests(layout, selection, rows, ROWS_RUNNING, config.max_rows_in_memory)
+    finally:
+        await rows.close()
+    if pending:
+        with AtomicFile(path) as f:
+            for key in sorted(pending):
+                f.handle.write(request_line(key, pending[key]))
+    return Exported(len(pending), path)
+
+
+def import_results(config: CompressionConfig, counter, cache_location, files: list[Path]) -> Taken:
+    """Every results file's answers into the cache at `cache_location`; failures recorded for the next round."""
+    summarizer = make_summarizer(config.summarizer, config, counter)
+    cache = open_cache(cache_location)
+    cache.open()
+    taken = Taken()
+    try:
+        reader = ResultsReader(cache, summarizer.accept, summarizer.secrets())
+        for file in files:
+            try:
+                text = file.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InputError(f"{file}: cannot read it: {getattr(exc, 'strerror', None) or exc}") from None
+            got, _ = reader.take_text(text)
+            taken.add(got)
+    finally:
+        cache.close()
+    return taken

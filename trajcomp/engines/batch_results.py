@@ -1,0 +1,108 @@
+"""Batch output files read into the summary cache: OpenAI's and vLLM run_batch's lines alike.
+
+A line is `{"custom_id", "response": {"status_code", "body"}, "error"}`; the custom_id is the cache
+key of the request (batch.py writes it so). A usable answer is stored with its provenance (the
+attempts it took, as an online run counts calls); anything else is recorded as a failed attempt,
+which a next round asks again and which, past `max_retries`, gives the row its `on_failure`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..core.redact import redact
+from ..core.summarizer import Summary
+
+KEY = re.compile(r"[0-9a-f]{64}")  # a request key (summarizers.base.request_key): nothing else is trajcomp's
+
+
+@dataclass
+class Taken:
+    """What reading results did: answers stored, answers the cache had already, failures by reason."""
+
+    answered: int = 0
+    already: int = 0
+    failed: Counter = field(default_factory=Counter)
+    foreign: int = 0  # lines that are not trajcomp's requests (another custom_id) or not results at all
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def add(self, other: "Taken") -> None:
+        self.answered += other.answered
+        self.already += other.already
+        self.failed.update(other.failed)
+        self.foreign += other.foreign
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+
+
+class ResultsReader:
+    """Takes result lines into `cache`: `accept` is the summarizer's own reading of an answer."""
+
+    def __init__(self, cache, accept: Callable[[Any, Any], tuple[str | None, str]], secrets: tuple[str, ...] = ()):
+        self.cache, self.accept, self.secrets = cache, accept, secrets
+
+    def take_text(self, text: str, attempt: str | None = None) -> tuple[Taken, set[str]]:
+        """Every line of a results file; `attempt` names the batch (None: each line's own id).
+        Returns the figures and the keys the file answered or failed."""
+        taken, seen = Taken(), set()
+        for raw in text.splitlines():
+            if not raw.strip():
+                continue
+            key = self.take_line(raw, taken, attempt)
+            if key is not None:
+                seen.add(key)
+        return taken, seen
+
+    def take_line(self, raw: str, taken: Taken, attempt: str | None) -> str | None:
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            line = None
+        key = line.get("custom_id") if isinstance(line, dict) else None
+        if not isinstance(key, str) or not KEY.fullmatch(key):
+            taken.foreign += 1
+            return None
+        if self.cache.get(key) is not None:  # read twice, or answered by an earlier file: never stored twice
+            taken.already += 1
+            return key
+        text, why = self._answer(line, taken)
+        if text is None:
+            taken.failed[why] += 1
+            self.cache.put_failure(key, why, attempt or line.get("id") or _digest(raw))
+            return key
+        tries = len(self.cache.failures(key)) + 1  # as an online run counts calls and failed ones
+        self.cache.put(key, Summary(text, tries, tries - 1))
+        taken.answered += 1
+        return key
+
+    def _answer(self, line: dict[str, Any], taken: Taken) -> tuple[str | None, str]:
+        """The summary text of a result line, or None and why there is none."""
+        error = line.get("error")
+        if error:
+            message = error.get("message") if isinstance(error, dict) else error
+            return None, self._clean(f"batch error: {message}")
+        response = line.get("response")
+        if not isinstance(response, dict):
+            return None, "result line has no response"
+        body, status = response.get("body"), response.get("status_code")
+        if status != 200:
+            message = body.get("error", {}).get("message") if isinstance(body, dict) and isinstance(body.get("error"), dict) else body
+            return None, self._clean(f"HTTP {status}: {message}")
+        usage = (body.get("usage") if isinstance(body, dict) else None) or {}
+        taken.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+        taken.completion_tokens += int(usage.get("completion_tokens") or 0)
+        return self.accept(body, None)
+
+    def _clean(self, why: str) -> str:
+        """A reason as reports show it: one line, no secret, at most 200 characters."""
+        return redact(" ".join(str(why).split()), *self.secrets)[:200]
+
+
+def _digest(raw: str) -> str:
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
