@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import typer
 
 from ..core.config import ConfigError
+from ..core.summarizer import make_summarizer
 from ..core.tokens import TokenCounter, TokenizerLoadError
 from . import options as opt
 from .errors import EXIT_FAILED, fail
@@ -118,6 +119,10 @@ def _setup(flags):
         cfg = config_from_flags(flags)
         if not cfg.cache_dir:
             raise ConfigError(f"batch {NEEDS_CACHE}")
-        return cfg, TokenCounter.for_config(cfg)
+        counter = TokenCounter.for_config(cfg)
+        if not make_summarizer(cfg.summarizer, cfg, counter).cacheable:
+            raise ConfigError(f"the {cfg.summarizer} summarizer makes no requests to batch: set --summarizer "
+                              "(or summarization.summarizer) to the one the run uses, e.g. openai")
+        return cfg, counter
     except (ConfigError, TokenizerLoadError) as exc:
         fail(str(exc))
