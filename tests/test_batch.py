@@ -233,3 +233,21 @@ def test_batch_files_are_cut_to_the_provider_limits():
     assert [len(c) for c in by_count] == [10, 10, 5]
     by_size = list(chunks(lines, 1000, 35))
     assert [len(c) for c in by_size] == [3] * 8 + [1] and [i for c in by_size for i in c] == lines
+
+
+def test_the_report_text_page_and_compare_show_the_batches(runs):
+    from trajcomp.cli.compare import compare_reports
+    from trajcomp.reports.comparison import FIGURES
+    from trajcomp.reports.page import comparison_page, report_page
+    from trajcomp.reports.reading import load
+    from trajcomp.reports.text import render_comparison, render_report
+
+    faults = runs["cases"]["faults"].folder
+    report = load(faults / "out_metrics.json")
+    text = render_report(report, "out_metrics.json")
+    assert "batches             1 batch" not in text and " rounds: " in text and "batch expired" in text
+    assert "batch rounds" in report_page(report) and "batch expired" in report_page(report)
+    plain = runs["cases"]["plain"].folder
+    reports, comparison = compare_reports([plain / "online_metrics.json", faults / "out_metrics.json"])
+    assert comparison.values["batch_rounds"][0] is None and comparison.values["batch_rounds"][1] >= 2
+    assert "batch rounds" in render_comparison(comparison, FIGURES) and "batch rounds" in comparison_page(reports, comparison)

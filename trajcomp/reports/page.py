@@ -78,11 +78,23 @@ def _summarizer_section(reports: Sequence[Report], names: Sequence[str]) -> str:
         row("latency p95 (ms)", lambda s: s.latency_ms and s.latency_ms.p95),
         row("prompt tokens", lambda s: s.usage and s.usage.prompt_tokens),
         row("completion tokens", lambda s: s.usage and s.usage.completion_tokens),
+        row("batches", lambda s: s.batch and s.batch.batches),
+        row("batch rounds", lambda s: s.batch and s.batch.rounds),
+        row("batch requests", lambda s: s.batch and s.batch.requests),
+        row("batch requests failed", lambda s: s.batch and s.batch.failed),
+        row("batch failures by reason", lambda s: s.batch and _reasons_text(s.batch.failed_by_reason)),
+        row("batch wait (s)", lambda s: s.batch and s.batch.wait_seconds),
+        row("batch prompt tokens", lambda s: s.batch and s.batch.prompt_tokens),
+        row("batch completion tokens", lambda s: s.batch and s.batch.completion_tokens),
         row("model", lambda s: s.model),
     ]
     rows = [r for r in rows if any(c != "-" for c in r[1:])]
     head = ["figure", *(["value"] if len(reports) == 1 else names)]
     return f"<section id=summarizer><h2>Summarizer</h2>{table_html(head, rows, escaped=True)}</section>"
+
+
+def _reasons_text(reasons: dict[str, int]) -> str | None:
+    return "; ".join(f"{why}: {n}" for why, n in reasons.items()) or None
 
 
 def _passes_section(reports: Sequence[Report], names: Sequence[str]) -> str:
