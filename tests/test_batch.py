@@ -245,7 +245,7 @@ def test_the_report_text_page_and_compare_show_the_batches(runs):
     faults = runs["cases"]["faults"].folder
     report = load(faults / "out_metrics.json")
     text = render_report(report, "out_metrics.json")
-    assert "batches             1 batch" not in text and " rounds: " in text and "batch expired" in text
+    assert "batches             2 batches in 2 rounds" in text and "batch expired" in text
     assert "batch rounds" in report_page(report) and "batch expired" in report_page(report)
     plain = runs["cases"]["plain"].folder
     reports, comparison = compare_reports([plain / "online_metrics.json", faults / "out_metrics.json"])

@@ -21,7 +21,6 @@ class BatchAnswered(Summarizer):
     def __init__(self, inner: Summarizer, cache: SummaryCache | ObjectCache, max_retries: int):
         self.inner, self.cache, self.max_retries = inner, cache, max_retries
         self.name = inner.name
-        self.hits = 0
 
     async def start(self) -> None:
         self.cache.open()  # no preflight: a run whose summaries are all bought needs no endpoint at all
@@ -29,7 +28,6 @@ class BatchAnswered(Summarizer):
     async def summarize(self, request: SummaryRequest) -> Summary:
         key, hit, failed = await asyncio.to_thread(self._lookup, request)  # counts, elides, reads: not on the loop
         if hit is not None:
-            self.hits += 1
             return hit
         if len(failed) > self.max_retries:
             raise SummaryError(f"{_common(failed)} (after {len(failed)} batch requests)", len(failed), len(failed))
@@ -47,8 +45,8 @@ class BatchAnswered(Summarizer):
         return self.inner.accept(data, body)
 
     def run_stats(self) -> dict[str, Any]:
-        stats = self.inner.run_stats()
-        return {**stats, "cache_hits": self.hits, "cache_file": str(self.cache.path)}
+        # No cache_hits: every summary of a batch run comes from the cache, and rounds look each up again.
+        return {**self.inner.run_stats(), "cache_file": str(self.cache.path)}
 
     def secrets(self) -> tuple[str, ...]:
         return self.inner.secrets()

@@ -48,7 +48,7 @@ def render_report(report: Report | dict[str, Any], report_path: str, page_path: 
         lines.insert(-1, f"  user turns cut      {number(cut.turns)} too long to carry whole (in {_count(cut.rows, 'row')})")
     batch = calls.batch if calls is not None else None
     if batch is not None:
-        lines.insert(-1, f"  batches             {_count(batch.batches, 'batch')} in {_count(batch.rounds, 'round')}: "
+        lines.insert(-1, f"  batches             {number(batch.batches)} batch{'es' * (batch.batches != 1)} in {_count(batch.rounds, 'round')}: "
                          f"{number(batch.requests)} requests, {number(batch.answered)} answered, "
                          f"{number(batch.failed)} failed{_reasons(batch.failed_by_reason) if batch.failed else ''}, "
                          f"{batch.wait_seconds:,.0f} s waiting")
