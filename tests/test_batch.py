@@ -108,7 +108,7 @@ def runs(tmp_path_factory, bpe_tokenizer):
         "online": ServerThread(), "batch": ServerThread(), "kill": ServerThread(api_key=API_KEY),
         "long_online": ServerThread(**overshoot), "long_batch": ServerThread(**overshoot),
         "faults": ServerThread(fail_first_n=3, batch_expire_first_n=1), "down": ServerThread(fail_first_n=10_000),
-        "runner": ServerThread(),
+        "runner": ServerThread(), "workers": ServerThread(),
     }
     for server in servers.values():
         server.__enter__()
@@ -117,6 +117,7 @@ def runs(tmp_path_factory, bpe_tokenizer):
     jobs = {
         "online": lambda: plain.run(servers["online"].base_url, "online.jsonl"),
         "batch": lambda: plain.run(servers["batch"].base_url, "batch.jsonl", "--batch"),
+        "workers": lambda: plain.run(servers["workers"].base_url, "workers.jsonl", "--batch", "--workers", "2"),
         "long_online": lambda: long.run(servers["long_online"].base_url, "online.jsonl"),
         "long_batch": lambda: long.run(servers["long_batch"].base_url, "batch.jsonl", "--batch"),
         "kill": lambda: killed_while_waiting(kill, servers["kill"]),
@@ -141,6 +142,8 @@ def test_batch_run_writes_the_bytes_of_an_online_run(runs):
     plain = runs["cases"]["plain"]
     assert runs["online"].code == 0 and runs["batch"].code == 0, runs["batch"].stderr
     assert plain.output("batch.jsonl") == plain.output("online.jsonl")
+    assert runs["workers"].code == 0, runs["workers"].stderr  # rows planned in worker processes
+    assert plain.output("workers.jsonl") == plain.output("online.jsonl")
     assert sum(r["compression_metrics"]["status"] == "compressed" for r in read_jsonl(plain.folder / "batch.jsonl")) == N_OVER
 
 

@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 from ..core.batching import usable_cores
 from ..core.compressor import RowResult, TrajectoryCompressor
-from ..core.config import CompressionConfig
+from ..core.config import CompressionConfig, ConfigError
 from ..core.tokens import TokenCounter
 from ..summarizers import make_summarizer
 from .batch_answers import BatchAnswered
@@ -51,6 +51,8 @@ def build_core(config: CompressionConfig, counter: TokenCounter, cache: str | Pa
     """A row core, its summarizer behind the summary cache at `cache` when that is worth it."""
     summarizer = make_summarizer(config.summarizer, config, counter)
     if config.batch and summarizer.cacheable:  # the batches fill the cache (batch.py); rows read it
+        if cache is None or not config.cache:
+            raise ConfigError("summarization.batch needs the summary cache (summarization.cache and cache_dir)")
         summarizer = BatchAnswered(summarizer, open_cache(cache), config.max_retries)
     elif cache is not None and config.cache and summarizer.cacheable:
         summarizer = CachedSummarizer(summarizer, open_cache(cache))
