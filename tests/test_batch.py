@@ -20,8 +20,9 @@ from conftest import ROOT, read_jsonl, run_cli, write_jsonl
 from openai_server import ServerThread
 from test_openai_summarizer import MODEL, SUMMARY_TARGET, TARGET, hermes_rows
 
+from trajcomp.engines.batch import Filling
 from trajcomp.engines.batch_results import KEY
-from trajcomp.summarizers.batch_api import chunks
+from trajcomp.formats.base import AtomicFile
 
 N_OVER, N_UNDER = 6, 1
 API_KEY, KEY_ENV = "sk-batch-SECRET-0123456789abcdef", "TRAJCOMP_TEST_BATCH_KEY"
@@ -48,10 +49,10 @@ def cache_lines(folder: Path) -> list[dict]:
 class Case:
     """A folder with the rows and a config, and the runs made in it."""
 
-    def __init__(self, root: Path, tokenizer: Path, poll: float = 0.05):
+    def __init__(self, root: Path, tokenizer: Path, max_requests: int = 50_000):
         self.folder, self.tokenizer = root, tokenizer
         write_jsonl(root / "in.jsonl", hermes_rows(N_OVER, N_UNDER))
-        (root / "cfg.yaml").write_text(f"summarization:\n  batch_poll_seconds: {poll}\n")
+        (root / "cfg.yaml").write_text(f"summarization:\n  batch_poll_seconds: 0.05\n  batch_max_requests: {max_requests}\n")
 
     def run(self, base_url: str, out: str, *extra: str):
         return run_cli(*compress_args(self.folder, self.tokenizer, base_url, out, *extra), env={KEY_ENV: API_KEY})
@@ -113,7 +114,8 @@ def runs(tmp_path_factory, bpe_tokenizer):
     for server in servers.values():
         server.__enter__()
     refusing, nowhere = refusing_url()
-    plain, long, kill, faults, down, files = (case(n) for n in ("plain", "long", "kill", "faults", "down", "files"))
+    plain, kill, faults, down, files = (case(n) for n in ("plain", "kill", "faults", "down", "files"))
+    long = case("long", max_requests=4)  # a round of 6 requests: two batches
     jobs = {
         "online": lambda: plain.run(servers["online"].base_url, "online.jsonl"),
         "batch": lambda: plain.run(servers["batch"].base_url, "batch.jsonl", "--batch"),
@@ -168,6 +170,8 @@ def test_a_row_asked_again_takes_another_round_and_still_matches_online(runs):
     assert max(passes) > 1 and figures["rounds"] == max(passes)
     submitted = [key for batch in runs["stats"]["long_batch"].batch_custom_ids for key in batch]
     assert len(submitted) == len(set(submitted))  # a second pass asks something new, never the same again
+    sizes = [len(batch) for batch in runs["stats"]["long_batch"].batch_custom_ids]
+    assert sizes[:2] == [4, 2] and max(sizes) <= 4 and figures["batches"] == len(sizes)
 
 
 def test_killed_while_waiting_resumes_on_its_batch_without_submitting_again(runs):
@@ -230,12 +234,16 @@ def test_batch_needs_the_cache_and_the_local_engine(tmp_path, bpe_tokenizer):
     assert not list(tmp_path.glob(".*trajcomp-work")) and not (tmp_path / "r.jsonl").exists()
 
 
-def test_batch_files_are_cut_to_the_provider_limits():
-    lines = [(f"{i:064x}", b"x" * 10) for i in range(25)]
-    by_count = list(chunks(lines, 10, 10_000))
-    assert [len(c) for c in by_count] == [10, 10, 5]
-    by_size = list(chunks(lines, 1000, 35))
-    assert [len(c) for c in by_size] == [3] * 8 + [1] and [i for c in by_size for i in c] == lines
+def test_batch_files_are_cut_to_the_provider_limits(tmp_path):
+    filling = Filling(AtomicFile(tmp_path / "b.jsonl"), {"requests": 0})
+    for _ in range(3):
+        assert filling.fits(b"x" * 10, 4, 35)
+        filling.add(b"x" * 10)
+    assert not filling.fits(b"x" * 10, 4, 35) and filling.fits(b"x" * 5, 4, 35)  # bytes
+    filling.add(b"x" * 5)
+    assert not filling.fits(b"", 4, 1000)  # requests
+    filling.file.commit()
+    assert (tmp_path / "b.jsonl").read_bytes() == b"x" * 35
 
 
 def test_the_report_text_page_and_compare_show_the_batches(runs):

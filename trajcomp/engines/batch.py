@@ -21,16 +21,16 @@ import sys
 import time
 from collections import Counter
 from contextlib import aclosing
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, AsyncIterator
 
 from ..core.summarizer import SummaryPending
 from ..formats import format_for
-from ..reports.schema import Batches
 from ..formats.base import AtomicFile, read_checked, write_json
+from ..reports.schema import Batches
 from ..summarizers import make_summarizer
-from ..summarizers.batch_api import BatchAPI, BatchStatus, chunks, request_line
+from ..summarizers.batch_api import BatchAPI, BatchStatus, request_line
 from ..summarizers.http import RetryPolicy
 from .batch_results import ResultsReader, Taken
 from .ordered import ordered_map
@@ -50,6 +50,23 @@ def _took(figures: Batches, taken: Taken, unanswered: Counter) -> None:
     figures.failed_by_reason = dict(sorted(reasons.items()))
     figures.prompt_tokens += taken.prompt_tokens
     figures.completion_tokens += taken.completion_tokens
+
+
+@dataclass
+class Filling:
+    """The batch file being written, cut at the provider's limits (its requests, its bytes)."""
+
+    file: AtomicFile
+    entry: dict[str, Any]
+    size: int = 0
+
+    def fits(self, line: bytes, max_requests: int, max_bytes: int) -> bool:
+        return self.entry["requests"] < max_requests and self.size + len(line) <= max_bytes
+
+    def add(self, line: bytes) -> None:
+        self.file.handle.write(line)
+        self.entry["requests"] += 1
+        self.size += len(line)
 
 
 class Ledger:
@@ -72,26 +89,30 @@ class Ledger:
         return self.folder / entry["name"]
 
 
-async def pending_requests(layout: Layout, selection: Selection, rows, max_running: int, max_held: int) -> dict[str, dict]:
-    """A round: every selected row planned with the summaries known; the requests it still waits for, by key."""
-    pending: dict[str, dict] = {}
+async def pending_requests(layout: Layout, selection: Selection, rows, max_running: int,
+                           max_held: int) -> AsyncIterator[tuple[str, dict]]:
+    """A round: every selected row planned with the summaries known; each request still waited for,
+    once, with its key, in the rows' order (streamed: a round over millions of rows holds only keys)."""
+    seen: set[str] = set()
     taker = Taker(selection)
 
-    async def plan(item) -> None:
+    async def plan(item) -> tuple[str, dict] | None:
         record, verdict = item
         if verdict is not None or record.error is not None:
-            return
+            return None
         try:
             await rows.compress_row(record.row)
         except SummaryPending as waiting:
-            pending.setdefault(waiting.key, waiting.body)
+            return waiting.key, waiting.body
+        return None
 
     for job in layout.files:
         records = taker.select(job.key, read_checked(format_for(job.input), job.input))
         async with aclosing(ordered_map(records, plan, max_running, max_held)) as planned:
-            async for _ in planned:
-                pass
-    return pending
+            async for found in planned:
+                if found is not None and found[0] not in seen:
+                    seen.add(found[0])
+                    yield found
 
 
 class BatchBuyer:
@@ -112,9 +133,8 @@ class BatchBuyer:
         self.cache.open()
         try:
             await self._settle()  # a resumed run's batches first: their answers are paid for
-            while pending := await self._round():
+            while await self._round():
                 self.ledger.figures.rounds += 1
-                await self._submit(pending)
                 await self._settle()
         finally:
             self.cache.close()
@@ -122,9 +142,25 @@ class BatchBuyer:
                 await self._api.close()
         return self.ledger.figures
 
-    async def _round(self) -> dict[str, dict]:
-        pending = await pending_requests(self.layout, self.selection, self.rows, self.max_running, self.max_held)
-        return {key: body for key, body in pending.items() if self.cache.get(key) is None}  # never bought twice
+    async def _round(self) -> int:
+        """Plan every row; submit each batch file as soon as it is full (the provider starts on it while
+        the round goes on). Returns the requests submitted."""
+        c, submitted, filling = self.config, 0, None
+        async for key, body in pending_requests(self.layout, self.selection, self.rows, self.max_running, self.max_held):
+            if self.cache.get(key) is not None:  # bought since the row was planned: never bought twice
+                continue
+            line = request_line(key, body)
+            if filling is not None and not filling.fits(line, c.batch_max_requests, c.batch_max_bytes):
+                await self._submit(filling)
+                filling = None
+            if filling is None:
+                entry = {"name": f"{len(self.ledger.entries) + 1:05d}.jsonl", "requests": 0}
+                filling = Filling(AtomicFile(self.ledger.input_file(entry)), entry)
+            filling.add(line)
+            submitted += 1
+        if filling is not None:
+            await self._submit(filling)
+        return submitted
 
     async def api(self) -> BatchAPI:
         """The endpoint, opened at its first use: a run whose summaries are all bought never contacts it."""
@@ -134,17 +170,13 @@ class BatchBuyer:
             await self._api.open()
         return self._api
 
-    async def _submit(self, pending: dict[str, dict]) -> None:
-        c = self.config
-        lines = ((key, request_line(key, body)) for key, body in sorted(pending.items()))
-        for chunk in chunks(lines, c.batch_max_requests, c.batch_max_bytes):
-            entry = {"name": f"{len(self.ledger.entries) + 1:05d}.jsonl", "requests": len(chunk)}
-            with AtomicFile(self.ledger.input_file(entry)) as f:  # whole or not at all
-                f.handle.write(b"".join(line for _, line in chunk))
-            self.ledger.entries.append(entry)
-            self.ledger.figures.requests += len(chunk)
-            self.ledger.save()
-            await self._create(entry)
+    async def _submit(self, filling: "Filling") -> None:
+        """A batch file put in place whole, recorded, then uploaded and submitted."""
+        filling.file.commit()
+        self.ledger.entries.append(filling.entry)
+        self.ledger.figures.requests += filling.entry["requests"]
+        self.ledger.save()
+        await self._create(filling.entry)
 
     async def _create(self, entry: dict[str, Any], resumed: bool = False) -> None:
         """Upload the entry's file and create its batch, each step recorded as soon as it is done;
@@ -190,8 +222,9 @@ class BatchBuyer:
                 seen |= keys
         unanswered: Counter = Counter()
         why = "no result for the request" if status.status == "completed" else f"batch {status.status}"
-        for line in self.ledger.input_file(entry).read_text(encoding="utf-8").splitlines():
-            key = json.loads(line)["custom_id"]
+        with open(self.ledger.input_file(entry), encoding="utf-8") as lines:
+            keys = [json.loads(line)["custom_id"] for line in lines]
+        for key in keys:
             if key not in seen and self.cache.get(key) is None:
                 self.cache.put_failure(key, why, status.id)
                 unanswered[why] += 1

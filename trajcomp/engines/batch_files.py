@@ -36,15 +36,18 @@ async def export_requests(config: CompressionConfig, counter, layout: Layout, se
     """The requests the run still waits for, one line each, written to `path` (whole, or nothing)."""
     rows = build_rows(config.replace(batch=True), counter, layout)
     await rows.start()
+    written, file = 0, AtomicFile(path)
     try:
-        pending = await pending_requests(layout, selection, rows, ROWS_RUNNING, config.max_rows_in_memory)
+        async for key, body in pending_requests(layout, selection, rows, ROWS_RUNNING, config.max_rows_in_memory):
+            file.handle.write(request_line(key, body))
+            written += 1
+    except BaseException:
+        file.abort()
+        raise
     finally:
         await rows.close()
-    if pending:
-        with AtomicFile(path) as f:
-            for key in sorted(pending):
-                f.handle.write(request_line(key, pending[key]))
-    return Exported(len(pending), path)
+    file.commit() if written else file.abort()  # nothing to ask: no file
+    return Exported(written, path)
 
 
 def import_results(config: CompressionConfig, counter, cache_location, files: list[Path]) -> Taken:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import aiohttp
 
@@ -26,20 +26,6 @@ def request_line(custom_id: str, body: dict[str, Any]) -> bytes:
     """One line of a batch input file (OpenAI's format, which vLLM's run_batch reads too)."""
     line = {"custom_id": custom_id, "method": "POST", "url": CHAT_URL, "body": body}
     return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
-
-
-def chunks(lines: Iterable[tuple[str, bytes]], max_requests: int, max_bytes: int) -> Iterable[list[tuple[str, bytes]]]:
-    """(custom_id, line) pairs cut into batch files within the provider's limits, in order."""
-    chunk: list[tuple[str, bytes]] = []
-    size = 0
-    for item in lines:
-        if chunk and (len(chunk) >= max_requests or size + len(item[1]) > max_bytes):
-            yield chunk
-            chunk, size = [], 0
-        chunk.append(item)
-        size += len(item[1])
-    if chunk:
-        yield chunk
 
 
 @dataclass(frozen=True)
