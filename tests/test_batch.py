@@ -84,6 +84,40 @@ def killed_while_waiting(case: Case, server: ServerThread) -> dict:
     return {"left": left, "batches_before": batches_before, "again": again}
 
 
+def created_before_recorded(case: Case, server: ServerThread) -> dict:
+    """A kill after the endpoint created a batch, before its id was recorded: the work folder knows the
+    uploaded file only. The run finds the batch by its input file and creates none."""
+    import asyncio
+
+    from trajcomp.summarizers.batch_api import BatchAPI
+    from trajcomp.summarizers.http import RetryPolicy
+
+    requests = case.folder / "requests.jsonl"
+    exported = run_cli("batch", "export", str(case.folder / "in.jsonl"), "-o", str(requests), "--tokenizer",
+                       str(case.tokenizer), "-c", str(case.folder / "cfg.yaml"), "--cache-dir", str(case.folder / "cache"),
+                       "--summarizer", "openai", "--model", MODEL, "--target-max-tokens", str(TARGET),
+                       "--summary-target-tokens", str(SUMMARY_TARGET))
+    folder = case.folder / ".out.jsonl.trajcomp-work" / "batches"
+    folder.mkdir(parents=True)
+    (folder / "00001.jsonl").write_bytes(requests.read_bytes())
+
+    async def submit() -> str:
+        api = BatchAPI(server.base_url, KEY_ENV, 10, RetryPolicy(0, 0))
+        await api.open()
+        try:
+            file_id = await api.upload(requests.read_bytes(), "00001.jsonl")
+            await api.create(file_id)
+            return file_id
+        finally:
+            await api.close()
+
+    file_id = asyncio.run(submit())
+    entry = {"name": "00001.jsonl", "requests": N_OVER, "file_id": file_id}
+    (folder / "state.json").write_text(json.dumps({"batches": [entry], "figures": {}}))
+    again = case.run(server.base_url, "out.jsonl", "--batch", "--cache-dir", str(case.folder / "cache"))
+    return {"exported": exported, "again": again}
+
+
 def export_run_import(case: Case, server: ServerThread, url: str) -> dict:
     """batch export -> scripts/run_batch.py against the server -> batch import -> export -> compress --batch."""
     common = ["--tokenizer", str(case.tokenizer), "-c", str(case.folder / "cfg.yaml"), "--cache-dir",
@@ -109,12 +143,13 @@ def runs(tmp_path_factory, bpe_tokenizer):
         "online": ServerThread(), "batch": ServerThread(), "kill": ServerThread(api_key=API_KEY),
         "long_online": ServerThread(**overshoot), "long_batch": ServerThread(**overshoot),
         "faults": ServerThread(fail_first_n=3, batch_expire_first_n=1), "down": ServerThread(fail_first_n=10_000),
-        "runner": ServerThread(), "workers": ServerThread(),
+        "runner": ServerThread(), "workers": ServerThread(), "unrecorded": ServerThread(),
     }
     for server in servers.values():
         server.__enter__()
     refusing, nowhere = refusing_url()
-    plain, kill, faults, down, files = (case(n) for n in ("plain", "kill", "faults", "down", "files"))
+    plain, kill, faults, down, files, unrecorded = (
+        case(n) for n in ("plain", "kill", "faults", "down", "files", "unrecorded"))
     long = case("long", max_requests=4)  # a round of 6 requests: two batches
     jobs = {
         "online": lambda: plain.run(servers["online"].base_url, "online.jsonl"),
@@ -126,6 +161,7 @@ def runs(tmp_path_factory, bpe_tokenizer):
         "faults": lambda: faults.run(servers["faults"].base_url, "out.jsonl", "--batch", "--max-retries", "2"),
         "down": lambda: down.run(servers["down"].base_url, "out.jsonl", "--batch", "--max-retries", "1"),
         "files": lambda: export_run_import(files, servers["runner"], nowhere),
+        "unrecorded": lambda: created_before_recorded(unrecorded, servers["unrecorded"]),
     }
     try:
         with ThreadPoolExecutor(4) as pool:
@@ -136,7 +172,8 @@ def runs(tmp_path_factory, bpe_tokenizer):
         refusing.close()
         for server in servers.values():
             server.__exit__(None, None, None)
-    done["cases"] = {"plain": plain, "long": long, "kill": kill, "faults": faults, "down": down, "files": files}
+    done["cases"] = {"plain": plain, "long": long, "kill": kill, "faults": faults, "down": down, "files": files,
+                     "unrecorded": unrecorded}
     return done
 
 
@@ -181,6 +218,15 @@ def test_killed_while_waiting_resumes_on_its_batch_without_submitting_again(runs
     assert len(runs["stats"]["kill"].batch_custom_ids) == 1  # the resume waited on the batch it had
     assert runs["cases"]["kill"].output("out.jsonl") == plain.output("online.jsonl")
     assert killed["left"] and not any(API_KEY.encode() in blob for blob in killed["left"].values())
+    report = (runs["cases"]["kill"].folder / "out_metrics.json").read_text()
+    assert API_KEY not in report + killed["again"].stdout + killed["again"].stderr
+
+
+def test_a_batch_created_but_not_recorded_before_a_kill_is_found_not_bought_again(runs):
+    done, plain = runs["unrecorded"], runs["cases"]["plain"]
+    assert done["exported"].code == 0 and done["again"].code == 0, done["again"].stderr
+    assert len(runs["stats"]["unrecorded"].batch_custom_ids) == 1  # the test's own: the run created none
+    assert runs["cases"]["unrecorded"].output("out.jsonl") == plain.output("online.jsonl")
 
 
 def test_failed_requests_and_an_expired_batch_go_to_the_next_round(runs):

@@ -40,6 +40,7 @@ from .summary_cache import REFRESH_SECONDS, open_cache
 
 FOLDER = "batches"
 STOP_HINT = "Ctrl-C stops; the same command resumes and submits nothing again"
+SHOW_SECONDS = 600  # an unchanged status line is printed again after this long (a log shows the run is alive)
 
 
 def _took(figures: Batches, taken: Taken, unanswered: Counter) -> None:
@@ -127,6 +128,7 @@ class BatchBuyer:
         summarizer = make_summarizer(config.summarizer, config, rows.counter)  # reads answers; never calls
         self.reader = ResultsReader(self.cache, summarizer.accept, summarizer.secrets())
         self._api: BatchAPI | None = None
+        self._shown = ("", 0.0)  # the last status line and when it was printed
 
     async def buy(self) -> Batches:
         self.ledger.folder.mkdir(parents=True, exist_ok=True)
@@ -233,10 +235,12 @@ class BatchBuyer:
         self.ledger.save()
 
     def _show(self, statuses: list[BatchStatus]) -> None:
-        if self.quiet:
-            return
+        """A line on stderr when a batch's status or counts moved, and at least every SHOW_SECONDS."""
         shown = "; ".join(f"{s.id} {s.status} {s.completed}/{s.total}" + (f" ({s.failed} failed)" if s.failed else "")
                           for s in statuses)
+        if self.quiet or (shown == self._shown[0] and time.monotonic() - self._shown[1] < SHOW_SECONDS):
+            return
+        self._shown = (shown, time.monotonic())
         print(f"trajcomp: batches: {shown}. {STOP_HINT}", file=sys.stderr, flush=True)
 
 
