@@ -53,15 +53,18 @@ class Summary:
     text: str
     api_calls: int = 0
     errors: int = 0  # failed attempts before the one that succeeded
+    # The checks the failed attempts' answers failed (summarizers/checks.py), one name per answer.
+    checks_failed: tuple[str, ...] = ()
 
 
 class SummaryError(Exception):
     """No usable summary could be had; the row is left as it was."""
 
-    def __init__(self, message: str, api_calls: int = 0, errors: int = 0):
+    def __init__(self, message: str, api_calls: int = 0, errors: int = 0, checks_failed: tuple[str, ...] = ()):
         super().__init__(message)
         self.api_calls = api_calls
         self.errors = errors
+        self.checks_failed = checks_failed
 
 
 class Summarizer(ABC):
@@ -83,6 +86,10 @@ class Summarizer(ABC):
     def cache_key(self, request: SummaryRequest) -> str | None:
         """A key naming everything that decides this summary, or None when not worth caching."""
         return None
+
+    def usable(self, request: SummaryRequest, summary: Summary) -> bool:
+        """Whether a cached summary may stand for `request` (one stored under other checks may not)."""
+        return True
 
     def live(self) -> dict[str, int]:
         """Facts for the progress bar, such as calls in flight."""
