@@ -108,12 +108,17 @@ class SummaryCache:
 def _encoded(key: str, summary: Summary) -> bytes:
     """A cache entry: the request's key and the summary with its provenance (the calls it took)."""
     value = {"text": summary.text, "api_calls": summary.api_calls, "errors": summary.errors}
+    if summary.checks_failed:  # left out when empty: entries written before checks read the same
+        value["checks_failed"] = list(summary.checks_failed)
     return json.dumps({"key": key, "summary": value}, ensure_ascii=False).encode("utf-8")
 
 
 def _decoded(entry: dict[str, Any] | None, key: str) -> Summary | None:
     """The summary of an entry read back, if it is whole and is `key`'s (64-bit index keys may collide)."""
-    return Summary(**entry["summary"]) if entry is not None and entry["key"] == key else None
+    if entry is None or entry["key"] != key:
+        return None
+    value = dict(entry["summary"])
+    return Summary(**{**value, "checks_failed": tuple(value.get("checks_failed", ()))})
 
 
 def _parsed(line: bytes) -> dict[str, Any] | None:
@@ -185,7 +190,10 @@ class CachedSummarizer(Summarizer):
 
     def _lookup(self, request: SummaryRequest) -> tuple[str | None, Summary | None]:
         key = self.inner.cache_key(request)
-        return key, None if key is None else self.cache.get(key)
+        hit = None if key is None else self.cache.get(key)
+        if hit is not None and not self.inner.usable(request, hit):
+            hit = None  # asked again: the cache's answer fails this run's checks
+        return key, hit
 
     async def close(self) -> None:
         try:
