@@ -19,6 +19,8 @@ from trajcomp.core.metrics import Outcome, RowMetrics
 from trajcomp.core.summarizer import Summary
 from trajcomp.core.tokens import TokenCounter
 from trajcomp.engines.summary_cache import _decoded, _encoded
+from trajcomp.reports.comparison import comparison
+from trajcomp.reports.page import report_page
 from trajcomp.reports.reading import read_report
 from trajcomp.reports.text import render_report
 from trajcomp.summarizers import checks as ck
@@ -284,6 +286,12 @@ def test_always_bad_answers_get_on_failure_and_nothing_is_cached(on_failure, srv
         assert {m["summary_source"] for m in summarized} == ({None} if on_failure == "keep" else {"extractive"})
         assert [m["summary_checks_failed"] for m in summarized] == [["refusal"] * 2] * N_OVER
     assert f"{2 * N_OVER} answers turned away (refusal: {2 * N_OVER})" in render_report(run.report, "r.json")
+    if on_failure == "keep":  # the page and compare show them too
+        report = read_report(run.report)
+        assert "answers failed: refusal" in report_page(report) and "rows fallen back (checks)" in report_page(report)
+        figures = comparison([report, report], ["a", "b"], ["a", "b"]).values
+        assert figures["answers_failed_checks"] == [2 * N_OVER] * 2
+        assert figures["rows_fallen_back_on_checks"] == [N_OVER] * 2
     srv.reset()
     healed = compress(tmp_path, srv.base_url, bpe_tokenizer, "--on-failure", on_failure)
     assert healed.report["summarization"].get("cache_hits") == 0 and srv.stats.requests == N_OVER
