@@ -26,6 +26,7 @@ import asyncio
 import copy
 import dataclasses
 import json
+import random
 import re
 import signal
 import threading
@@ -84,6 +85,13 @@ class Faults:
     batch_hold: bool = False
     batch_expire_first_n: int = 0
     batch_error_ids: list[str] | None = None
+    # ---- bad answers (the summary checks, trajcomp/summarizers/checks.py) -----------------------
+    # Answer with a bad summary of this kind (BAD_ANSWERS): refusal, loop, language (Chinese),
+    # empty (a label only) or echo (the system prompt back). With `bad_answer_first_per_prompt`, only
+    # the first answer to each distinct prompt is bad and the ones after it are normal.
+    bad_answer: str | None = None
+    bad_answer_first_per_prompt: bool = False
+    # ---- end of bad answers ----------------------------------------------------------------------
 
 
 @dataclass
@@ -168,13 +176,19 @@ PLAIN = ("the assistant looked at what the tools returned and then chose the nex
 
 
 def overshooting(messages: list[dict[str, Any]], factor: float, tokenizer_json: str | None) -> str:
-    """Words of the turns, `factor` times as many tokens as the last "at most about N tokens" asks."""
-    return _words_of_length(_text_of(messages[-1].get("content")).split() * 50, messages, factor, tokenizer_json)
+    """Words of the turns, then ordinary words in a seeded order (long, yet no loop the summary checks
+    would turn away), `factor` times as many tokens as the last "at most about N tokens" asks."""
+    # each word of the turns once (a tool output that repeats itself is no loop of the model's), no heading
+    words = list(dict.fromkeys(w for w in _text_of(messages[-1].get("content")).split() if not w.startswith("#")))
+    order = random.Random(len(words))
+    return _words_of_length(words + [order.choice(PLAIN) for _ in range(4000)], messages, factor, tokenizer_json)
 
 
 def plain_words(messages: list[dict[str, Any]], tokenizer_json: str | None) -> str:
-    """Ordinary words, as many tokens as the last "at most about N tokens" asks."""
-    return _words_of_length(PLAIN * 200, messages, 1.0, tokenizer_json)
+    """Ordinary words in a seeded order (no loop the summary checks would turn away), as many tokens as
+    the last "at most about N tokens" asks."""
+    order = random.Random(len(messages[-1].get("content") or ""))
+    return _words_of_length([order.choice(PLAIN) for _ in range(4000)], messages, 1.0, tokenizer_json)
 
 
 def _words_of_length(words: list[str], messages: list[dict[str, Any]], factor: float, tokenizer_json: str | None) -> str:
@@ -194,6 +208,32 @@ def _words_of_length(words: list[str], messages: list[dict[str, Any]], factor: f
     return " ".join(words[:low])
 
 
+# ---- bad answers (Faults.bad_answer): what a model answers that the summary checks must turn away ----
+BAD_ANSWERS = {
+    "refusal": lambda messages: "I'm sorry, but I can't help with that request.",
+    "loop": lambda messages: "The assistant ran the tests again and they failed again. " * 30,
+    "language": lambda messages: (
+        "助手检查了项目的测试日志，发现解析器在处理最后一个字段时出现了差一错误。随后它阅读了相关的源文件，"
+        "定位到循环边界的问题，修改了索引的计算方式，并重新运行了完整的测试套件。"
+        "所有测试现在都通过了，持续集成也恢复了正常，没有其他文件被改动。"),
+    "empty": lambda messages: "Summary:",
+    "echo": lambda messages: _text_of(messages[0].get("content")),
+}
+
+
+def _bad_answer(f: "Faults", messages: list[dict[str, Any]], answered: set[str]) -> str | None:
+    """The bad answer the faults ask for, if this request gets one (see Faults.bad_answer)."""
+    if f.bad_answer is None:
+        return None
+    prompt = json.dumps(messages, sort_keys=True)
+    first = prompt not in answered
+    answered.add(prompt)
+    return BAD_ANSWERS[f.bad_answer](messages) if first or not f.bad_answer_first_per_prompt else None
+
+
+# ---- end of bad answers ---------------------------------------------------------------------------
+
+
 class FakeOpenAIServer:
     """In-process server; ``async with FakeOpenAIServer(latency=0.1) as srv: srv.base_url``."""
 
@@ -206,6 +246,7 @@ class FakeOpenAIServer:
         self.stats = Stats()
         self._remaining = {k: getattr(self.faults, f"{k}_first_n") for k in (*FAULT_ORDER, "batch_expire")}
         self.batches = BatchEndpoints(self)
+        self._answered: set[str] = set()  # the prompts answered so far, for bad_answer_first_per_prompt
         self._runner: web.AppRunner | None = None
         self._stopping = asyncio.Event()
         self._changed: asyncio.Condition | None = None  # made on the server's loop, in start()
@@ -225,6 +266,7 @@ class FakeOpenAIServer:
         """Clear stats and restore the constructor's fault settings (countdowns re-armed)."""
         self.stats = Stats()
         self.faults = Faults()
+        self._answered.clear()
         self.set_faults(**dataclasses.asdict(self._initial))
 
     async def start(self) -> str:
@@ -373,6 +415,7 @@ class FakeOpenAIServer:
             content = plain_words(body["messages"], f.overshoot_tokenizer)
         else:
             content = summarize(body["messages"])
+        content = _bad_answer(f, body["messages"], self._answered) or content
         finish = "stop"
         if fault == "length":
             content, finish = content[: max(1, len(content) // 2)], "length"

@@ -138,18 +138,20 @@ def export_run_import(case: Case, server: ServerThread, url: str) -> dict:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, bpe_tokenizer):
     case = lambda name, **kw: Case(tmp_path_factory.mktemp(name), bpe_tokenizer, **kw)  # noqa: E731
+    refusing_first = {"bad_answer": "refusal", "bad_answer_first_per_prompt": True}
     overshoot = {"overshoot": 4.0, "overshoot_tokenizer": str(bpe_tokenizer / "tokenizer.json")}
     servers = {
         "online": ServerThread(), "batch": ServerThread(), "kill": ServerThread(api_key=API_KEY),
         "long_online": ServerThread(**overshoot), "long_batch": ServerThread(**overshoot),
         "faults": ServerThread(fail_first_n=3, batch_expire_first_n=1), "down": ServerThread(fail_first_n=10_000),
         "runner": ServerThread(), "workers": ServerThread(), "unrecorded": ServerThread(),
+        "checks_online": ServerThread(**refusing_first), "checks_batch": ServerThread(**refusing_first),
     }
     for server in servers.values():
         server.__enter__()
     refusing, nowhere = refusing_url()
-    plain, kill, faults, down, files, unrecorded = (
-        case(n) for n in ("plain", "kill", "faults", "down", "files", "unrecorded"))
+    plain, kill, faults, down, files, unrecorded, checks = (
+        case(n) for n in ("plain", "kill", "faults", "down", "files", "unrecorded", "checks"))
     long = case("long", max_requests=4)  # a round of 6 requests: two batches
     jobs = {
         "online": lambda: plain.run(servers["online"].base_url, "online.jsonl"),
@@ -162,6 +164,8 @@ def runs(tmp_path_factory, bpe_tokenizer):
         "down": lambda: down.run(servers["down"].base_url, "out.jsonl", "--batch", "--max-retries", "1"),
         "files": lambda: export_run_import(files, servers["runner"], nowhere),
         "unrecorded": lambda: created_before_recorded(unrecorded, servers["unrecorded"]),
+        "checks_online": lambda: checks.run(servers["checks_online"].base_url, "online.jsonl"),
+        "checks_batch": lambda: checks.run(servers["checks_batch"].base_url, "batch.jsonl", "--batch"),
     }
     try:
         with ThreadPoolExecutor(4) as pool:
@@ -173,7 +177,7 @@ def runs(tmp_path_factory, bpe_tokenizer):
         for server in servers.values():
             server.__exit__(None, None, None)
     done["cases"] = {"plain": plain, "long": long, "kill": kill, "faults": faults, "down": down, "files": files,
-                     "unrecorded": unrecorded}
+                     "unrecorded": unrecorded, "checks": checks}
     return done
 
 
@@ -202,11 +206,16 @@ def test_a_row_asked_again_takes_another_round_and_still_matches_online(runs):
     long = runs["cases"]["long"]
     assert runs["long_batch"].code == 0, runs["long_batch"].stderr
     assert long.output("batch.jsonl") == long.output("online.jsonl")
-    passes = [r["compression_metrics"]["passes"] for r in read_jsonl(long.folder / "batch.jsonl")]
+    metrics = [r["compression_metrics"] for r in read_jsonl(long.folder / "batch.jsonl")]
     figures = long.report("batch.jsonl")["summarization"]["batch"]
-    assert max(passes) > 1 and figures["rounds"] == max(passes)
+    # a round for each attempt of the row that needed most: its passes, and its answers asked again
+    assert max(m["passes"] for m in metrics) > 1
+    assert figures["rounds"] == max(m["summarization_api_calls"] for m in metrics)
     submitted = [key for batch in runs["stats"]["long_batch"].batch_custom_ids for key in batch]
-    assert len(submitted) == len(set(submitted))  # a second pass asks something new, never the same again
+    # each attempt bought once, as the online run called: a pass asks something new, a request is asked
+    # again only after its answer failed (a check, here)
+    assert len(submitted) == sum(m["summarization_api_calls"] for m in metrics)
+    assert len(submitted) - len(set(submitted)) <= sum(m["summarization_errors"] for m in metrics)
     sizes = [len(batch) for batch in runs["stats"]["long_batch"].batch_custom_ids]
     assert sizes[:2] == [4, 2] and max(sizes) <= 4 and figures["batches"] == len(sizes)
 
@@ -227,6 +236,18 @@ def test_a_batch_created_but_not_recorded_before_a_kill_is_found_not_bought_agai
     assert done["exported"].code == 0 and done["again"].code == 0, done["again"].stderr
     assert len(runs["stats"]["unrecorded"].batch_custom_ids) == 1  # the test's own: the run created none
     assert runs["cases"]["unrecorded"].output("out.jsonl") == plain.output("online.jsonl")
+
+
+def test_a_batch_answer_that_fails_a_check_is_asked_again_as_online(runs):
+    checks = runs["cases"]["checks"]
+    assert runs["checks_batch"].code == 0, runs["checks_batch"].stderr
+    assert checks.output("batch.jsonl") == checks.output("online.jsonl")
+    rows = read_jsonl(checks.folder / "batch.jsonl")
+    assert "sorry" not in checks.output("batch.jsonl").decode().lower()
+    compressed = [r["compression_metrics"] for r in rows if r["compression_metrics"]["status"] == "compressed"]
+    assert len(compressed) == N_OVER and all(m["summary_checks_failed"] == ["refusal"] for m in compressed)
+    figures = checks.report("batch.jsonl")["summarization"]["batch"]
+    assert figures["rounds"] == 2 and figures["requests"] == 2 * N_OVER  # each refusal bought once more
 
 
 def test_failed_requests_and_an_expired_batch_go_to_the_next_round(runs):

@@ -308,6 +308,8 @@ REPORT_PATHS = {
     "http_requests": ("summarization", "http_requests"),
     "retries": ("summarization", "retries"),
     "cache_hits": ("summarization", "cache_hits"),
+    "answers_failed_checks": ("summarization", "answers_failed_checks"),  # summed over the checks
+    "rows_fallen_back_on_checks": ("summarization", "rows_fallen_back_on_checks"),
     "prompt_tokens": ("summarization", "usage", "prompt_tokens"),
     "completion_tokens": ("summarization", "usage", "completion_tokens"),
     "batches": ("summarization", "batch", "batches"),
@@ -326,6 +328,8 @@ def lookup(report: dict, path: tuple[str, ...]):
         report = report.get(key) if isinstance(report, dict) else None
     if path == ("passes",) and report is not None:
         return sum(int(k) * v for k, v in report.items())
+    if path[-1] == "answers_failed_checks" and report is not None:
+        return sum(report.values())
     return report
 
 

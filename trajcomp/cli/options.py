@@ -59,6 +59,10 @@ RequestTimeout = Annotated[Optional[float], typer.Option(help="Seconds for one H
 TrajectoryTimeout = Annotated[Optional[float], typer.Option(
     help="Seconds for one row's summary, retries included.", min=0.001,
 )]
+SummaryChecks = Annotated[Optional[str], typer.Option(
+    help="Checks every model answer must pass before it is used (else asked again, then on_failure): all "
+        "(default), none, or a comma list of refusal, repetition, language, too_little, echo.",
+)]
 MaxRetries = Annotated[Optional[int], typer.Option(help="Retries after a failed call.", min=0)]
 RetryDelay = Annotated[Optional[float], typer.Option(help="Base of the exponential backoff, seconds.", min=0)]
 OnFailure = Annotated[Optional[str], typer.Option(

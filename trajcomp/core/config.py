@@ -23,6 +23,19 @@ ON_FAILURE_CHOICES = ("keep", "extractive", "reject")
 COUNT_MODES = ("turns", "chat_template")
 DEFAULT_CHAT_ROLES = {"system": "system", "human": "user", "gpt": "assistant", "tool": "tool"}
 INPUT_FORMATS = ("auto", "sharegpt", "openai")
+# The checks a model's answer must pass before it becomes a summary (summarizers/checks.py), in the
+# order they run, and the thresholds they start from (README "Summary checks" says how each was set).
+CHECK_NAMES = ("refusal", "repetition", "language", "too_little", "echo")
+DEFAULT_CHECK_THRESHOLDS = {
+    "refusal_max_share": 0.5,  # of the answer's characters in sentences that refuse or apologize
+    "duplicate_line_max_share": 0.3,  # Gopher's 0.2 for web pages; a handoff note may repeat "- none"
+    "top_ngram_max_share": 0.4,  # of characters in the most frequent 2-, 3- or 4-gram (Gopher: 0.2-0.16)
+    "duplicate_ngram_max_share": 0.3,  # of characters in 10-grams seen three times or more
+    "language_min_script_share": 0.05,  # of the region's letters in the answer's main script
+    "too_little_min_share": 0.1,  # of the stated length, for a region of at least...
+    "too_little_region_tokens": 2000,  # ...this many tokens
+    "echo_max_share": 0.5,  # of the answer's characters in 8-unit runs of the instructions
+}
 
 
 @dataclass(frozen=True)
@@ -69,6 +82,8 @@ class CompressionConfig:
     batch_max_requests: int = 50_000  # a batch file's requests at most (OpenAI's limit)
     batch_max_bytes: int = 200_000_000  # and its size
     batch_poll_seconds: float = 30.0  # how often a batch's status is asked for
+    summary_checks: str = "all"  # all, none, or a comma list of CHECK_NAMES
+    check_thresholds: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_CHECK_THRESHOLDS))
     # output
     summary_prefix: str = DEFAULT_PREFIX  # opens the summary turn
     add_summary_notice: bool = True
@@ -143,6 +158,8 @@ LAYOUT: dict[str, dict[str, str]] = {
         "batch_max_requests": "batch_max_requests",
         "batch_max_bytes": "batch_max_bytes",
         "batch_poll_seconds": "batch_poll_seconds",
+        "checks": "summary_checks",
+        "check_thresholds": "check_thresholds",
     },
     "output": {
         "summary_prefix": "summary_prefix",
@@ -233,6 +250,8 @@ def validate(cfg: CompressionConfig) -> None:
     if cfg.count_mode not in COUNT_MODES:
         raise ConfigError(f"{_key('count_mode')} must be one of {', '.join(COUNT_MODES)}, got {cfg.count_mode!r}")
     _validate_chat_roles(cfg.chat_roles)
+    enabled_checks(cfg.summary_checks)
+    _validate_thresholds(cfg.check_thresholds)
     if cfg.input_format not in INPUT_FORMATS:
         raise ConfigError(f"{_key('input_format')} must be one of {', '.join(INPUT_FORMATS)}, got {cfg.input_format!r}")
     if cfg.input_dialect not in DIALECTS:
@@ -251,6 +270,29 @@ def _validate_chat_roles(roles: dict) -> None:
     missing = [r for r in DEFAULT_CHAT_ROLES if r not in roles]
     if missing:
         raise ConfigError(f"{_key('chat_roles')} must map every role; missing: {', '.join(missing)}")
+
+
+def enabled_checks(value: str) -> tuple[str, ...]:
+    """The checks `summarization.checks` turns on, in their running order: all, none, or a comma list."""
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    if names in (["all"], []):
+        return CHECK_NAMES if names else ()
+    if names == ["none"]:
+        return ()
+    unknown = [n for n in names if n not in CHECK_NAMES]
+    if unknown:
+        raise ConfigError(f"{_key('summary_checks')} has unknown check {unknown[0]!r} "
+                          f"(all, none, or some of: {', '.join(CHECK_NAMES)})")
+    return tuple(n for n in CHECK_NAMES if n in names)
+
+
+def _validate_thresholds(values: dict) -> None:
+    for name, value in values.items():
+        if name not in DEFAULT_CHECK_THRESHOLDS:
+            raise ConfigError(f"{_key('check_thresholds')} has unknown key {name!r} "
+                              f"(known: {', '.join(DEFAULT_CHECK_THRESHOLDS)})")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+            raise ConfigError(f"{_key('check_thresholds')}.{name} must be a number >= 0, got {value!r}")
 
 
 def _validate_roles(roles: dict) -> None:
@@ -289,6 +331,10 @@ def fields_from_mapping(data: Any, source: str) -> dict[str, Any]:
             values[name] = _merged_roles(value, source) if name == "input_roles" else value
     if isinstance(values.get("chat_roles"), dict):  # a file names only the roles it changes
         values["chat_roles"] = {**DEFAULT_CHAT_ROLES, **values["chat_roles"]}
+    if isinstance(values.get("check_thresholds"), dict):  # and only the thresholds it changes
+        values["check_thresholds"] = {**DEFAULT_CHECK_THRESHOLDS, **values["check_thresholds"]}
+    if isinstance(values.get("summary_checks"), list):  # checks: [refusal, echo]
+        values["summary_checks"] = ",".join(str(v) for v in values["summary_checks"])
     return values
 
 

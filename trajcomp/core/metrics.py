@@ -42,6 +42,13 @@ class RowMetrics:
     # The share of the input's assistant (gpt) tokens still in the output as assistant turns,
     # unchanged: what the row still teaches the model to write (None: no assistant tokens).
     assistant_tokens_kept: float | None = None
+    # The check each answer turned away failed (summarizers/checks.py), over all the row's passes.
+    summary_checks_failed: tuple[str, ...] = ()
+
+    @property
+    def fell_back_on_checks(self) -> bool:
+        """Answers failed checks and none was used: the row got summarization.on_failure."""
+        return bool(self.summary_checks_failed) and (self.outcome is Outcome.FAILED or self.error is not None)
 
     @property
     def was_compressed(self) -> bool:
@@ -73,7 +80,7 @@ class RowMetrics:
         if self.region is not None:
             start, end = self.region
             region = {"start_idx": start, "end_idx": end, "turns_count": end - start}
-        return {
+        out = {
             "original_tokens": self.original_tokens,
             "compressed_tokens": self.compressed_tokens,
             "tokens_saved": self.tokens_saved,
@@ -97,6 +104,9 @@ class RowMetrics:
             "assistant_tokens_kept": self.assistant_tokens_kept,
             "status": self.status,
         }
+        if self.summary_checks_failed:  # only then: rows of runs with no failed check keep their bytes
+            out["summary_checks_failed"] = list(self.summary_checks_failed)
+        return out
 
 
 # Every row of a run is in exactly one: the written rows by RowMetrics.status, and the rejected ones.
@@ -183,6 +193,8 @@ class Aggregate:
     assistant_counts: list = field(default_factory=lambda: [0] * (len(RETENTION_EDGES) - 1))
     human_turns_cut: int = 0
     rows_with_human_turns_cut: int = 0
+    checks_failed: Counter = field(default_factory=Counter)  # check -> answers it turned away
+    rows_fallen_back_on_checks: int = 0
     worst: list = field(default_factory=list)  # at most WORST_ROWS rows most over the limit, worst first
     reject_reasons: Counter = field(default_factory=Counter)
     not_sampled: int = 0
@@ -216,7 +228,12 @@ class Aggregate:
             self.assistant_counts[bin_index(m.assistant_tokens_kept, RETENTION_EDGES)] += 1
         self.human_turns_cut += m.human_turns_cut
         self.rows_with_human_turns_cut += m.human_turns_cut > 0
+        self._add_checks(m)
         self._note_worst(m, m.status, source, line)
+
+    def _add_checks(self, m: RowMetrics) -> None:
+        self.checks_failed.update(m.summary_checks_failed)
+        self.rows_fallen_back_on_checks += m.fell_back_on_checks
 
     def add_reject(self, reason: str, metrics: RowMetrics | None = None, source: str | None = None,
                    line: int | None = None) -> None:
@@ -225,6 +242,7 @@ class Aggregate:
         if metrics is not None:
             self.api_calls += metrics.summarization_api_calls
             self.errors += metrics.summarization_errors
+            self._add_checks(metrics)
             self._note_worst(metrics, "rejected", source, line)
 
     def _note_worst(self, m: RowMetrics, status: str, source: str | None, line: int | None) -> None:

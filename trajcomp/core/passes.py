@@ -44,11 +44,13 @@ class Tally:
     passes: int = 0
     calls: int = 0
     errors: int = 0
+    checks_failed: tuple[str, ...] = ()  # one check name per answer turned away
 
-    def add(self, calls: int, errors: int) -> None:
+    def add(self, calls: int, errors: int, checks_failed: tuple[str, ...] = ()) -> None:
         self.passes += 1
         self.calls += calls
         self.errors += errors
+        self.checks_failed += tuple(checks_failed)
 
 
 def plan_region(params: PlanParams, turns: Sequence[Turn], measured: Measured, fmt, more: int = 0) -> Plan:
@@ -67,7 +69,7 @@ def unchanged(outcome: Outcome, turns: Sequence[Turn], measured: Measured, targe
     return RowMetrics(
         outcome, measured.total, measured.total, len(turns), len(turns), target, region,
         tally.calls, tally.errors, None, error, passes=tally.passes, cannot_fit=cannot_fit,
-        assistant_tokens_kept=kept,
+        assistant_tokens_kept=kept, summary_checks_failed=tally.checks_failed,
     )
 
 
@@ -96,13 +98,13 @@ class Passes:
             try:
                 sourced = await self.sourcing.summarize(request)
             except SummaryError as exc:
-                tally.add(exc.api_calls, exc.errors)
+                tally.add(exc.api_calls, exc.errors, exc.checks_failed)
                 if best is None:
                     return native, unchanged(
                         Outcome.FAILED, turns, measured, target, (p.start, p.end), tally=tally, error=str(exc),
                     )
                 break  # an earlier pass's summary stands
-            tally.add(sourced.summary.api_calls, sourced.summary.errors)
+            tally.add(sourced.summary.api_calls, sourced.summary.errors, sourced.summary.checks_failed)
             last = await self._attempt(native, fmt, turns, measured, p, sourced, region)
             if best is None or last.tokens < best.tokens:
                 best = last
@@ -158,4 +160,5 @@ class Passes:
             identifier_retention=identifiers.retention(best.region.identifiers, self.assembler.turn_text(best.body)),
             human_turns_cut=best.region.words.cut,
             assistant_tokens_kept=assistant_share([t.role for t in turns], measured.costs, region),
+            summary_checks_failed=tally.checks_failed,
         )

@@ -36,5 +36,6 @@ class Sourcing:
             try:
                 summary = await self.fallback.summarize(request)
             except SummaryError as also:  # keep what the first summarizer cost
-                raise SummaryError(f"{failed}; {self.fallback.name} failed: {also}", exc.api_calls, exc.errors) from None
-            return Sourced(Summary(summary.text, exc.api_calls, exc.errors), self.fallback.name, failed)
+                raise SummaryError(f"{failed}; {self.fallback.name} failed: {also}", exc.api_calls, exc.errors,
+                                   exc.checks_failed) from None
+            return Sourced(Summary(summary.text, exc.api_calls, exc.errors, exc.checks_failed), self.fallback.name, failed)

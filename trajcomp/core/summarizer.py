@@ -53,15 +53,18 @@ class Summary:
     text: str
     api_calls: int = 0
     errors: int = 0  # failed attempts before the one that succeeded
+    # The checks the failed attempts' answers failed (summarizers/checks.py), one name per answer.
+    checks_failed: tuple[str, ...] = ()
 
 
 class SummaryError(Exception):
     """No usable summary could be had; the row is left as it was."""
 
-    def __init__(self, message: str, api_calls: int = 0, errors: int = 0):
+    def __init__(self, message: str, api_calls: int = 0, errors: int = 0, checks_failed: tuple[str, ...] = ()):
         super().__init__(message)
         self.api_calls = api_calls
         self.errors = errors
+        self.checks_failed = checks_failed
 
 
 class SummaryPending(Exception):
@@ -101,6 +104,11 @@ class Summarizer(ABC):
     def accept(self, data: Any, body: dict[str, Any] | None = None) -> tuple[str | None, str]:
         """A chat completion's usable summary text, or None and why not (a batch answer is read here too)."""
         return None, f"{self.name} reads no chat completions"
+
+    def unusable(self, request: SummaryRequest, summary: Summary) -> str | None:
+        """Why a summary this run did not just check (cached, or bought in a batch) may not stand for
+        `request` (one stored under other checks may not); None when it may."""
+        return None
 
     def live(self) -> dict[str, int]:
         """Facts for the progress bar, such as calls in flight."""

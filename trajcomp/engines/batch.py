@@ -228,7 +228,7 @@ class BatchBuyer:
             keys = [json.loads(line)["custom_id"] for line in lines]
         for key in keys:
             if key not in seen and self.cache.get(key) is None:
-                self.cache.put_failure(key, why, status.id)
+                self.cache.put_attempt(key, status.id, why=why)
                 unanswered[why] += 1
         _took(self.ledger.figures, taken, unanswered)
         entry.update(done=True, status=status.status)

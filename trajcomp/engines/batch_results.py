@@ -1,9 +1,10 @@
 """Batch output files read into the summary cache: OpenAI's and vLLM run_batch's lines alike.
 
 A line is `{"custom_id", "response": {"status_code", "body"}, "error"}`; the custom_id is the cache
-key of the request (batch.py writes it so). A usable answer is stored with its provenance (the
-attempts it took, as an online run counts calls); anything else is recorded as a failed attempt,
-which a next round asks again and which, past `max_retries`, gives the row its `on_failure`.
+key of the request (batch.py writes it so). Each line is an attempt at that key's summary: a usable
+answer is kept as the attempt's answer, to be checked against its request when a row first looks it
+up (batch_answers.py); anything else is a failed attempt, which a next round asks again and which,
+past `max_retries`, gives the row its `on_failure`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..core.redact import redact
-from ..core.summarizer import Summary
 
 KEY = re.compile(r"[0-9a-f]{64}")  # a request key (summarizers.base.request_key): nothing else is trajcomp's
 
@@ -68,17 +68,17 @@ class ResultsReader:
         if not isinstance(key, str) or not KEY.fullmatch(key):
             taken.foreign += 1
             return None
-        if self.cache.get(key) is not None:  # read twice, or answered by an earlier file: never stored twice
+        attempt = attempt or str(line.get("id") or _digest(raw))
+        if self.cache.get(key) is not None or attempt in self.cache.attempts(key):  # read twice: kept once
             taken.already += 1
             return key
         text, why = self._answer(line, taken)
         if text is None:
             taken.failed[why] += 1
-            self.cache.put_failure(key, why, attempt or line.get("id") or _digest(raw))
-            return key
-        tries = len(self.cache.failures(key)) + 1  # as an online run counts calls and failed ones
-        self.cache.put(key, Summary(text, tries, tries - 1))
-        taken.answered += 1
+            self.cache.put_attempt(key, attempt, why=why)
+        else:
+            taken.answered += 1
+            self.cache.put_attempt(key, attempt, answer=text)
         return key
 
     def _answer(self, line: dict[str, Any], taken: Taken) -> tuple[str | None, str]:

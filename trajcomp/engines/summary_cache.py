@@ -16,6 +16,7 @@ import os
 import secrets
 import socket
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,8 @@ class SummaryCache:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self._index: dict[int, int] = {}  # short key -> segment number << 40 | offset of its line
-        self._failed: dict[str, dict[str, str]] = {}  # key -> {attempt: why}: batch answers that were not usable
+        # Batch mode's attempts at each key: attempt id -> (why it failed, where its answer's line is)
+        self._attempts: dict[str, dict[str, tuple[str | None, int | None]]] = {}
         self._segments: list[Path] = []
         self._read_to: list[int] = []  # bytes of each segment already indexed
         self._own: int | None = None  # our segment's file descriptor, opened at the first put
@@ -57,16 +59,20 @@ class SummaryCache:
     def put(self, key: str, summary: Summary) -> None:
         self._append(_encoded(key, summary))
 
-    def failures(self, key: str) -> dict[str, str]:
-        """The failed attempts recorded for `key` (batch mode), by attempt id: why each failed."""
+    def attempts(self, key: str) -> dict[str, Attempt]:
+        """The batch attempts recorded at `key`'s summary, by attempt id, in the order they came."""
         if time.monotonic() - self._refreshed >= REFRESH_SECONDS:
             self._refresh()
-        return self._failed.get(key, {})
+        found = {}
+        for attempt, (why, where) in self._attempts.get(key, {}).items():
+            line = None if where is None else self._read_line(self._segments[where >> 40], where & ((1 << 40) - 1))
+            found[attempt] = Attempt(why, line.get("answer") if line else None)
+        return found
 
-    def put_failure(self, key: str, why: str, attempt: str) -> None:
-        """Record a failed attempt at `key`'s summary (never a summary: readers count it, never serve it)."""
-        self._append(_failure(key, why, attempt))
-        self._failed.setdefault(key, {})[attempt] = why
+    def put_attempt(self, key: str, attempt: str, why: str | None = None, answer: str | None = None) -> None:
+        """Record an attempt's answer (not a summary yet: it is checked when a row looks it up) or why it
+        failed; readers count attempts, never serve them."""
+        self._append(_attempt_line(key, attempt, why, answer))
 
     def _append(self, entry: bytes) -> None:
         if self._own is None:
@@ -114,27 +120,56 @@ class SummaryCache:
                 if not line.endswith(b"\n"):  # being written, or torn by a kill: read again next time
                     break
                 entry = _parsed(line)
-                if entry is not None and "failed" in entry:
-                    self._failed.setdefault(entry["key"], {})[str(entry.get("attempt"))] = str(entry["failed"])
+                if entry is not None and "attempt" in entry:
+                    self._index_attempt(entry, number << 40 | offset)
                 elif entry is not None:
                     self._index.setdefault(_short(entry["key"]), number << 40 | offset)
                 offset += len(line)
         return offset
 
 
+    def _index_attempt(self, entry: dict[str, Any], where: int) -> None:
+        """An attempt's line: a later line of the same attempt (its answer judged) adds why it failed."""
+        attempts = self._attempts.setdefault(entry["key"], {})
+        why, answer = attempts.get(str(entry["attempt"]), (None, None))
+        if "failed" in entry:
+            why = str(entry["failed"])
+        if "answer" in entry:
+            answer = where
+        attempts[str(entry["attempt"])] = (why, answer)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One batch attempt at a summary: why it failed (None: it did not, or is not judged yet) and its answer."""
+
+    why: str | None = None
+    answer: str | None = None
+
+
+def _attempt_line(key: str, attempt: str, why: str | None, answer: str | None) -> bytes:
+    entry: dict[str, Any] = {"key": key, "attempt": attempt}
+    if why is not None:
+        entry["failed"] = why
+    if answer is not None:
+        entry["answer"] = answer
+    return json.dumps(entry, ensure_ascii=False).encode("utf-8")
+
+
 def _encoded(key: str, summary: Summary) -> bytes:
     """A cache entry: the request's key and the summary with its provenance (the calls it took)."""
     value = {"text": summary.text, "api_calls": summary.api_calls, "errors": summary.errors}
+    if summary.checks_failed:  # left out when empty: entries written before checks read the same
+        value["checks_failed"] = list(summary.checks_failed)
     return json.dumps({"key": key, "summary": value}, ensure_ascii=False).encode("utf-8")
 
 
 def _decoded(entry: dict[str, Any] | None, key: str) -> Summary | None:
     """The summary of an entry read back, if it is whole and is `key`'s (64-bit index keys may collide)."""
-    return Summary(**entry["summary"]) if entry is not None and entry["key"] == key else None
-
-
-def _failure(key: str, why: str, attempt: str) -> bytes:
-    return json.dumps({"key": key, "failed": why, "attempt": attempt}, ensure_ascii=False).encode("utf-8")
+    if entry is None or entry["key"] != key:
+        return None
+    value = dict(entry["summary"])
+    return Summary(**{**value, "checks_failed": tuple(value.get("checks_failed", ()))})
 
 
 def _parsed(line: bytes) -> dict[str, Any] | None:
@@ -172,22 +207,34 @@ class ObjectCache:
         with self._fs.open_output_stream(self._key(key)) as f:
             f.write(_encoded(key, summary))
 
-    def failures(self, key: str) -> dict[str, str]:
+    def attempts(self, key: str) -> dict[str, Attempt]:
+        from pyarrow.fs import FileSelector  # as remote.py: pyarrow only for object storage
+
         try:
-            with self._fs.open_input_stream(self._failed_key(key)) as f:
-                found = json.loads(f.read())
+            listed = self._fs.get_file_info(FileSelector(f"{self._root}/attempts/{key}"))
+        except FileNotFoundError:
+            return {}
+        found = {}
+        for info in sorted(listed, key=lambda i: (i.mtime_ns or 0, i.path)):
+            entry = self._read_attempt(info.path)
+            found[info.base_name.removesuffix(".json")] = Attempt(entry.get("failed"), entry.get("answer"))
+        return found
+
+    def put_attempt(self, key: str, attempt: str, why: str | None = None, answer: str | None = None) -> None:
+        # one object an attempt: a later write (its answer judged) keeps what the first one said
+        path = f"{self._root}/attempts/{key}/{attempt}.json"
+        entry = {**self._read_attempt(path), **({"failed": why} if why is not None else {}),
+                 **({"answer": answer} if answer is not None else {})}
+        with self._fs.open_output_stream(path) as f:
+            f.write(json.dumps(entry, ensure_ascii=False).encode("utf-8"))
+
+    def _read_attempt(self, path: str) -> dict[str, Any]:
+        try:
+            with self._fs.open_input_stream(path) as f:
+                entry = json.loads(f.read())
         except (FileNotFoundError, ValueError):
             return {}
-        return found if isinstance(found, dict) else {}
-
-    def put_failure(self, key: str, why: str, attempt: str) -> None:
-        # read, then written whole: one process records a key's failures (the batch driver or an import)
-        found = {**self.failures(key), attempt: why}
-        with self._fs.open_output_stream(self._failed_key(key)) as f:
-            f.write(json.dumps(found, ensure_ascii=False).encode("utf-8"))
-
-    def _failed_key(self, key: str) -> str:
-        return f"{self._root}/failed/{key}.json"
+        return entry if isinstance(entry, dict) else {}
 
     def close(self) -> None:
         self._fs = None
@@ -223,7 +270,10 @@ class CachedSummarizer(Summarizer):
 
     def _lookup(self, request: SummaryRequest) -> tuple[str | None, Summary | None]:
         key = self.inner.cache_key(request)
-        return key, None if key is None else self.cache.get(key)
+        hit = None if key is None else self.cache.get(key)
+        if hit is not None and self.inner.unusable(request, hit) is not None:
+            hit = None  # asked again: the cache's answer fails this run's checks
+        return key, hit
 
     async def close(self) -> None:
         try:

@@ -70,7 +70,7 @@ def from_aggregate(
             _avg(agg.original_turns - agg.compressed_turns, compressed),
         ),
         statuses={s: rejected if s == "rejected" else agg.statuses[s] for s in STATUSES},
-        summarization=summarization(summarizer, agg.api_calls, agg.errors, summarizer_stats),
+        summarization=summarization(summarizer, agg.api_calls, agg.errors, {**summarizer_stats, **checks(agg, summarizer_stats)}),
         processing=processing,
         rows=Rows(
             agg.rows_read, n, rejected,
@@ -101,6 +101,14 @@ def summarization(summarizer: str, api_calls: int, errors: int, stats: dict[str,
     """The summarization section from the row sums and a summarizer's run_stats()."""
     return checked(Summarization, {"summarizer": summarizer, "api_calls": api_calls, "errors": errors, **stats},
                  "summarization")
+
+
+def checks(agg: Aggregate, stats: dict[str, Any]) -> dict[str, Any]:
+    """The answers failed by check and the rows fallen back, when the summarizer checks answers."""
+    if "checks" not in stats and not agg.checks_failed:
+        return {}
+    return {"answers_failed_checks": dict(sorted(agg.checks_failed.items())),
+            "rows_fallen_back_on_checks": agg.rows_fallen_back_on_checks}
 
 
 def lengths(before, after) -> Lengths:

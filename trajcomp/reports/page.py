@@ -74,6 +74,9 @@ def _summarizer_section(reports: Sequence[Report], names: Sequence[str]) -> str:
         row("HTTP requests by this run", lambda s: s.http_requests),
         row("retries", lambda s: s.retries),
         row("cache hits", lambda s: s.cache_hits),
+        row("answer checks", lambda s: None if s.checks is None else (", ".join(s.checks) or "off")),
+        *(row(f"answers failed: {name}", lambda s, name=name: _failed(s, name)) for name in _checks_failed(reports)),
+        row("rows fallen back (checks)", lambda s: s.rows_fallen_back_on_checks),
         row("latency p50 (ms)", lambda s: s.latency_ms and s.latency_ms.p50),
         row("latency p95 (ms)", lambda s: s.latency_ms and s.latency_ms.p95),
         row("prompt tokens", lambda s: s.usage and s.usage.prompt_tokens),
@@ -95,6 +98,15 @@ def _summarizer_section(reports: Sequence[Report], names: Sequence[str]) -> str:
 
 def _reasons_text(reasons: dict[str, int]) -> str | None:
     return "; ".join(f"{why}: {n}" for why, n in reasons.items()) or None
+
+
+def _checks_failed(reports: Sequence[Report]) -> list[str]:
+    """The checks that turned an answer away in any of the reports."""
+    return sorted({name for r in reports if r.summarization for name in r.summarization.answers_failed_checks or {}})
+
+
+def _failed(s, name: str) -> int | None:
+    return None if s.answers_failed_checks is None else s.answers_failed_checks.get(name, 0)
 
 
 def _passes_section(reports: Sequence[Report], names: Sequence[str]) -> str:

@@ -105,6 +105,12 @@ class Summarization:
     cache_hits: int | None = field(default=None, metadata=_OMIT)
     cache_file: str | None = field(default=None, metadata=_OMIT)
     batch: Batches | None = field(default=None, metadata=_OMIT)
+    # The answer checks of a model summarizer (summarization.checks): those on ([] when turned off),
+    # the answers each turned away, and the rows none of whose answers passed (given on_failure).
+    # None in reports of summarizers without checks, and of runs before them.
+    checks: list[str] | None = field(default=None, metadata=_OMIT)
+    answers_failed_checks: dict[str, int] | None = field(default=None, metadata=_OMIT)
+    rows_fallen_back_on_checks: int | None = field(default=None, metadata=_OMIT)
     extra: dict[str, Any] = field(default_factory=dict)  # figures a summarizer adds that the schema does not name
 
 
@@ -239,6 +245,12 @@ class Report:
     def summary_passes(self) -> int | None:
         """Summaries made over all rows written (a row's second pass counts again)."""
         return None if self.passes is None else sum(int(k) * v for k, v in self.passes.items())
+
+    @property
+    def answers_failed_checks(self) -> int | None:
+        """Summarizer answers turned away by a check, all checks together (None: not checked)."""
+        failed = self.summarization.answers_failed_checks if self.summarization else None
+        return None if failed is None else sum(failed.values())
 
     @property
     def target_max_tokens(self) -> int | None:

@@ -43,6 +43,8 @@ def render_report(report: Report | dict[str, Any], report_path: str, page_path: 
     kept = r.assistant_tokens_kept
     if kept is not None and kept.mean is not None:
         lines.insert(-1, f"  assistant kept      {kept.mean:.1%} of assistant tokens on average (of {_count(kept.rows, 'row')})")
+    if calls.checks is not None:
+        lines.insert(-1, f"  summary checks      {checks_text(calls)}")
     cut = r.human_turns_cut
     if cut is not None and cut.turns:
         lines.insert(-1, f"  user turns cut      {number(cut.turns)} too long to carry whole (in {_count(cut.rows, 'row')})")
@@ -66,6 +68,18 @@ def render_report(report: Report | dict[str, Any], report_path: str, page_path: 
     if p.stray_files_in_output:  # an earlier run's outputs: training on the folder would take them too
         lines.append(f"  not from this run   {', '.join(p.stray_files_in_output)} (in the output folder)")
     return "\n".join(lines)
+
+
+def checks_text(calls) -> str:
+    """The answer checks in a few words: off, or the answers each turned away and the rows fallen back."""
+    if not calls.checks:
+        return "off (summarization.checks: none): answers were not checked"
+    failed = calls.answers_failed_checks or {}
+    if not failed:
+        return f"every answer passed ({', '.join(calls.checks)})"
+    fell = calls.rows_fallen_back_on_checks or 0
+    return (f"{_count(sum(failed.values()), 'answer')} turned away" + _reasons(failed)
+            + f", {_count(fell, 'row')} with no answer passing (on_failure)")
 
 
 def _cannot_fit(r: Report) -> str:

@@ -7,7 +7,7 @@ import re
 import threading
 from array import array
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from ..core.redact import redact
 from ..core.summary_turn import DEFAULT_PREFIX, HANDOFF, PROSE, strip_prefix
 from ..core.tokens import TokenCounter
 from .base import Summarizer, Summary, SummaryError, SummaryRequest, request_key
+from .checks import CHECK_FAILED, Checks, failed_check
 from .guard import fit_turns
 from .http import ContextRefusal, Endpoint, Failure, PreflightError, RetryPolicy
 
@@ -95,6 +96,7 @@ class OpenAISummarizer(Summarizer):
         self.policy = RetryPolicy(config.max_retries, config.retry_delay)
         self.prompt_templates = _prompt_templates(config.prompt_file)
         self.prefix = config.summary_prefix
+        self.checks = Checks.from_config(config)
         # Room enough that a summary a model makes longer than asked is not cut (finish_reason: length).
         self.max_tokens = 2 * config.summary_target_tokens
         self.max_input_tokens = config.max_input_tokens or DEFAULT_CONTEXT - self.max_tokens
@@ -183,7 +185,7 @@ class OpenAISummarizer(Summarizer):
                     return await self._attempts(request, body, tally)
             except TimeoutError:
                 message = f"timed out after {request.timeout:g}s ({tally.calls} calls; last: {tally.last})"
-                raise SummaryError(message, tally.calls, tally.errors) from None
+                raise SummaryError(message, tally.calls, tally.errors, tuple(tally.checks)) from None
 
     async def _attempts(self, request: SummaryRequest, body: dict[str, Any], tally: "_Tally") -> Summary:
         refitted = False
@@ -193,16 +195,19 @@ class OpenAISummarizer(Summarizer):
             tally.calls += 1
             result = await self._attempt(body)
             if isinstance(result, str):
-                return Summary(result, tally.calls, tally.errors)
+                return Summary(result, tally.calls, tally.errors, tuple(tally.checks))
             tally.errors += 1
             tally.last = result.message
+            if result.message.startswith(CHECK_FAILED):  # retried as any bad answer, and counted by check
+                tally.checks.append(result.message[len(CHECK_FAILED):])
             if result.refusal is not None and not refitted:  # once: the server said how long is too long
                 refitted = True
                 body = await asyncio.to_thread(self._refitted, request, body, result.refusal)
                 if body is not None:
                     continue
             if not result.retryable or tally.errors > self.policy.max_retries:
-                raise SummaryError(f"{result.message} (after {tally.calls} calls)", tally.calls, tally.errors)
+                raise SummaryError(f"{result.message} (after {tally.calls} calls)", tally.calls, tally.errors,
+                                   tuple(tally.checks))
             await asyncio.sleep(self.policy.delay(tally.errors, result.retry_after))
 
     def _refitted(self, request: SummaryRequest, body: dict[str, Any], refusal: ContextRefusal) -> dict[str, Any] | None:
@@ -228,8 +233,10 @@ class OpenAISummarizer(Summarizer):
         return self.payload(request)
 
     def accept(self, data: Any, body: dict[str, Any] | None = None) -> tuple[str | None, str]:
-        """The usable summary text of a 200 response, or None and why it is not usable: the one
-        place an answer becomes text, online or from a batch."""
+        """The usable summary text of a 200 response to `body`, or None and why it is not usable.
+
+        The one place an answer (online or from a batch) becomes text. It must pass the checks, which
+        read the request: a batch answer read without it is checked by `unusable` when a row looks it up."""
         usage = (data.get("usage") if isinstance(data, dict) else None) or {}
         for key in self.usage:  # billed even when the answer is unusable
             self.usage[key] += int(usage.get(key) or 0)
@@ -243,7 +250,18 @@ class OpenAISummarizer(Summarizer):
         text = clean_summary(content if isinstance(content, str) else "", self.prefix)
         if not text:
             return None, "summary was empty"
+        failed = failed_check(text, body, self.checks, self.counter) if body is not None else None
+        if failed is not None:
+            return None, CHECK_FAILED + failed
         return redact(text, self.endpoint.api_key), ""
+
+    def unusable(self, request: SummaryRequest, summary: Summary) -> str | None:
+        # A cache written with checks off (or by an older trajcomp), or a batch's answer read without
+        # its request, may hold an answer the checks turn away.
+        if not self.checks.names:
+            return None
+        failed = failed_check(summary.text, self.payload(request), self.checks, self.counter)
+        return None if failed is None else CHECK_FAILED + failed
 
     def run_stats(self) -> dict[str, Any]:
         ms = sorted(round(seconds * 1000) for seconds in self.latencies)
@@ -255,6 +273,7 @@ class OpenAISummarizer(Summarizer):
             "max_calls_in_flight": self.endpoint.max_in_flight,
             "latency_ms": {"p50": nearest_rank(ms, 50), "p95": nearest_rank(ms, 95), "max": ms[-1] if ms else 0},
             "usage": dict(self.usage),
+            "checks": list(self.checks.names),
         }
 
     def secrets(self) -> tuple[str, ...]:
@@ -272,6 +291,7 @@ class _Tally:
     calls: int = 0
     errors: int = 0
     last: str = "no call made"
+    checks: list = field(default_factory=list)  # the check each failed answer failed, in order
 
 
 def clean_summary(content: str, prefix: str = DEFAULT_PREFIX) -> str:

@@ -1,0 +1,217 @@
+"""Checks of a model's answer before it becomes a row's summary: refusals, loops, another language,
+too little, the instructions echoed. Pure functions of the answer and the request body that was
+sent, so an answer read back from a batch (only its body kept) is judged as an online one is."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, fields
+from typing import Any, Sequence
+
+from ..core.config import CHECK_NAMES, DEFAULT_CHECK_THRESHOLDS, enabled_checks
+from . import language
+
+__all__ = ["CHECK_FAILED", "CHECK_NAMES", "Checks", "Thresholds", "failed_check", "measures", "units"]
+
+CHECK_FAILED = "check failed: "  # opens a failed attempt's reason, the check's name follows
+
+# Characters of scripts written without spaces: each one is a unit (a "word") of its own, so the
+# n-gram measures mean the same in Chinese, Japanese or Thai as in space-separated languages.
+_SPACELESS = "\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+UNIT = re.compile(rf"[{_SPACELESS}]|[^\W{_SPACELESS}]+")
+STATED = re.compile(r"at most about (\d+) tokens")  # the length the built-in prompts state
+TOP_NGRAMS = (2, 3, 4)  # Gopher's "most frequent n-gram" measure
+DUPLICATE_NGRAM = 10  # Gopher's "duplicated n-grams" measure, at its strictest n...
+LOOP_COUNT = 3  # ...counting the n-grams seen this often: a good summary may quote one command twice
+ECHO_NGRAM = 8  # an 8-unit run of the instructions in an answer is the instructions, not a summary
+QUOTED_SHARE = 0.5  # of an answer's characters in runs copied from the turns: it quotes them
+MIN_NGRAM_UNITS = 30  # below this an answer is too short for n-gram statistics to mean anything
+
+REFUSAL_PATTERNS = (
+    # English
+    r"i'?m sorry\b", r"i am sorry\b", r"sorry, (but )?i\b", r"i apologi[sz]e\b",
+    r"i (can(no|')t|am unable to|'m unable to|am not able to|won'?t|will not) "
+    r"(help|assist|provide|do|comply|summari[sz]e|fulfil|create|write|share|support)",
+    r"as an ai\b", r"i must decline\b", r"i'?m not able to (help|assist|provide|summari[sz]e)",
+    # Spanish, Portuguese, French, German, Italian
+    r"lo siento\b", r"no puedo (ayudar|proporcionar|resumir|cumplir|hacer)", r"lamento\b",
+    r"desculpe\b", r"n[ãa]o posso (ajudar|fornecer|resumir)",
+    r"je suis d[ée]sol[ée]", r"d[ée]sol[ée],", r"je ne peux pas (aider|fournir|r[ée]sumer)",
+    r"es tut mir leid", r"ich kann (dabei |ihnen |dir )?(nicht|keine)", r"mi dispiace\b", r"non posso\b",
+    # Russian
+    r"извините", r"к сожалению, я не могу", r"я не могу (помочь|предоставить)",
+    # Chinese, Japanese, Korean
+    r"(很|非常)?抱歉", r"对不起", r"我(无法|不能)(提供|帮助|协助|完成|总结)", r"作为(一个)?(ai|人工智能)",
+    r"申し訳", r"すみません", r"お手伝いできません", r"죄송",
+)
+REFUSAL = re.compile(r"^\W*(" + "|".join(REFUSAL_PATTERNS) + ")", re.I)
+SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
+HEADING = re.compile(r"^\s*(#{1,6}\s|\*\*[^*]+\*\*\s*[:：]?\s*$)")
+LABELS = {"summary", "handoff", "handoff note", "context summary", "resumen", "résumé", "zusammenfassung",
+          "riassunto", "resumo", "总结", "摘要", "概要", "要約", "요약", "n/a", "none", "no summary"}
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Where each check draws its line (summarization.check_thresholds; README "Summary checks")."""
+
+    refusal_max_share: float
+    duplicate_line_max_share: float
+    top_ngram_max_share: float
+    duplicate_ngram_max_share: float
+    language_min_script_share: float
+    too_little_min_share: float
+    too_little_region_tokens: float
+    echo_max_share: float
+
+
+@dataclass(frozen=True)
+class Checks:
+    """The checks a run applies and their thresholds, from the config."""
+
+    names: tuple[str, ...]
+    limits: Thresholds
+
+    @classmethod
+    def from_config(cls, config) -> "Checks":
+        values = {**DEFAULT_CHECK_THRESHOLDS, **config.check_thresholds}
+        limits = Thresholds(**{f.name: float(values[f.name]) for f in fields(Thresholds)})
+        return cls(enabled_checks(config.summary_checks), limits)
+
+
+def failed_check(text: str, body: dict[str, Any], checks: Checks, counter) -> str | None:
+    """The first check `text` (a cleaned answer to `body`) fails, or None when it passes them all."""
+    system, user = _messages(body)
+    for name in checks.names:
+        if not _PASSES[name](text, system, user, body, checks.limits, counter):
+            return name
+    return None
+
+
+def units(text: str) -> list[str]:
+    """Words, with every character of a script written without spaces a word of its own."""
+    return UNIT.findall(text.lower())
+
+
+# ---- the checks: each True when the answer passes -------------------------------------------
+
+
+def _refusal(text, system, user, body, limits: Thresholds, counter) -> bool:
+    return refusal_share(text) < limits.refusal_max_share
+
+
+def _repetition(text, system, user, body, limits: Thresholds, counter) -> bool:
+    m = measures(text)
+    return (m["duplicate_lines"] <= limits.duplicate_line_max_share
+            and m["top_ngram"] <= limits.top_ngram_max_share
+            and m["duplicate_ngram"] <= limits.duplicate_ngram_max_share)
+
+
+def _language(text, system, user, body, limits: Thresholds, counter) -> bool:
+    if language.matches(text, language.region_prose(user), limits.language_min_script_share):
+        return True
+    # Mostly runs copied from the turns (a tool's English output quoted in a Chinese session): the
+    # region's own words, not an answer written in another language.
+    return echo_share(text, user) >= QUOTED_SHARE
+
+
+def _too_little(text, system, user, body, limits: Thresholds, counter) -> bool:
+    if is_label(text):
+        return False
+    budget = stated_budget(system, user, body)
+    wanted = limits.too_little_min_share * budget
+    if counter.count([text])[0] >= wanted:
+        return True
+    return counter.count([user])[0] < limits.too_little_region_tokens  # short is fine for a small region
+
+
+def _echo(text, system, user, body, limits: Thresholds, counter) -> bool:
+    return echo_share(text, system) < limits.echo_max_share
+
+
+_PASSES = {"refusal": _refusal, "repetition": _repetition, "language": _language,
+           "too_little": _too_little, "echo": _echo}
+assert tuple(_PASSES) == CHECK_NAMES
+
+
+# ---- the measures ----------------------------------------------------------------------------
+
+
+def refusal_share(text: str) -> float:
+    """The share of the answer's characters in sentences that open as a refusal or an apology."""
+    sentences = [s.strip() for s in SENTENCE.findall(text) if s.strip()]
+    total = sum(len(s) for s in sentences)
+    return sum(len(s) for s in sentences if REFUSAL.match(s)) / total if total else 0.0
+
+
+def measures(text: str) -> dict[str, float]:
+    """Gopher's repetition measures, by characters: duplicate lines, the most frequent 2- to 4-gram
+    (in an answer of MIN_NGRAM_UNITS or more), and units covered by a 10-gram seen LOOP_COUNT times."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    seen: set[str] = set()
+    duplicate = 0
+    for line in lines:
+        duplicate += len(line) if line in seen else 0
+        seen.add(line)
+    words = units(text)
+    chars = max(1, sum(len(w) for w in words))
+    top = max(_top_ngram_chars(words, n) for n in TOP_NGRAMS) / chars if len(words) >= MIN_NGRAM_UNITS else 0.0
+    return {"duplicate_lines": duplicate / max(1, sum(len(line) for line in lines)), "top_ngram": top,
+            "duplicate_ngram": _duplicated_chars(words, DUPLICATE_NGRAM) / chars}
+
+
+def _top_ngram_chars(words: Sequence[str], n: int) -> int:
+    grams = Counter(tuple(words[i:i + n]) for i in range(len(words) - n + 1))
+    gram, count = grams.most_common(1)[0]
+    return sum(len(w) for w in gram) * count if count > 1 else 0
+
+
+def _duplicated_chars(words: Sequence[str], n: int) -> int:
+    grams = Counter(tuple(words[i:i + n]) for i in range(len(words) - n + 1))
+    covered = [False] * len(words)
+    for i in range(len(words) - n + 1):
+        if grams[tuple(words[i:i + n])] >= LOOP_COUNT:
+            covered[i:i + n] = [True] * n
+    return sum(len(w) for w, c in zip(words, covered) if c)
+
+
+def echo_share(text: str, instructions: str) -> float:
+    """The share of the answer's characters in runs of ECHO_NGRAM units also found in the instructions."""
+    words, source = units(text), units(instructions)
+    grams = {tuple(source[i:i + ECHO_NGRAM]) for i in range(len(source) - ECHO_NGRAM + 1)}
+    covered = [False] * len(words)
+    for i in range(len(words) - ECHO_NGRAM + 1):
+        if tuple(words[i:i + ECHO_NGRAM]) in grams:
+            covered[i:i + ECHO_NGRAM] = [True] * ECHO_NGRAM
+    chars = sum(len(w) for w in words)
+    return sum(len(w) for w, c in zip(words, covered) if c) / chars if chars else 0.0
+
+
+def is_label(text: str) -> bool:
+    """An answer that is only headings or labels ("Summary:", "## Goal"): no line says anything."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return True
+    if " ".join(re.sub(r"[#*_`:：.\-\s]+", " ", text).split()).lower() in LABELS:
+        return True
+    return all(HEADING.match(line) or (line.endswith((":", "：")) and len(line) <= 60) for line in lines)
+
+
+def stated_budget(system: str, user: str, body: dict[str, Any]) -> int:
+    """The length the prompt asks for: its "at most about N tokens", else half the answer's max_tokens
+    (trajcomp asks for twice the summary's target, so a longer answer is not cut)."""
+    found = STATED.findall(system) or STATED.findall(user)
+    if found:
+        return int(found[-1])
+    return int(body.get("max_tokens") or 0) // 2
+
+
+def _messages(body: dict[str, Any]) -> tuple[str, str]:
+    """The system and user messages' text of a chat request body."""
+    texts = {"system": [], "user": []}
+    for message in body.get("messages") or ():
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(message, dict) and message.get("role") in texts and isinstance(content, str):
+            texts[message["role"]].append(content)
+    return "\n\n".join(texts["system"]), "\n\n".join(texts["user"])

@@ -1,0 +1,97 @@
+"""Does an answer speak the conversation's language? Its script against the region's, and for
+Latin-script languages the function words each one is made of (no model: a few words suffice)."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+# The turns as the summary request writes them (summarizers/openai.py turn_header).
+TURN = re.compile(r"^### Turn \d+ \((\w+)\)\n", re.M)
+# Text no language speaks: tool calls and their answers, code blocks, inline code, paths and names.
+NOT_PROSE = re.compile(
+    r"<tool_call>.*?</tool_call>|<tool_response>.*?</tool_response>|```.*?```|`[^`\n]*`|\S*[/_=\\]\S*",
+    re.S,
+)
+SCRIPTS = (
+    ("han", "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"),
+    ("kana", "\u3040-\u30ff"),
+    ("hangul", "\u1100-\u11ff\uac00-\ud7af"),
+    ("cyrillic", "\u0400-\u04ff"),
+    ("greek", "\u0370-\u03ff"),
+    ("arabic", "\u0600-\u06ff"),
+    ("hebrew", "\u0590-\u05ff"),
+    ("devanagari", "\u0900-\u097f"),
+    ("thai", "\u0e00-\u0e7f"),
+    ("latin", "A-Za-z\u00c0-\u024f"),
+)
+_SCRIPT = {name: re.compile(f"[{chars}]") for name, chars in SCRIPTS}
+# One character of a script written without spaces carries about a word: it weighs like one.
+WEIGHT = {"han": 3, "kana": 2, "thai": 2}
+
+# Words frequent in one language and in no other listed here (shared ones are left out).
+FUNCTION_WORDS = {
+    "en": "the and of to is was that for with it on this from are were be has have not which after its",
+    "es": "el los las del y en un una por con para es se su al lo como más pero fue ha sus entre",
+    "fr": "le les des du et est une qui dans pour par sur pas au aux avec ce cette sont été puis",
+    "de": "der die das und ist nicht ein eine zu mit von dem des auf für im sich auch wird wurde nach",
+    "pt": "os do da dos das em um uma não foi ao pelo pela com seu sua",
+    "it": "il gli della che di è per sono nel alla dei delle anche",
+}
+_OWNER: dict[str, str] = {}
+for _lang, _words in FUNCTION_WORDS.items():
+    for _word in _words.split():
+        _OWNER[_word] = "" if _word in _OWNER and _OWNER[_word] != _lang else _lang
+LATIN_WORD = re.compile(r"[a-zà-ɏ]+")
+MIN_WORDS = 8  # function words before a text's Latin language is taken as known
+MIN_RATE = 0.15  # of its Latin words: below this a text is lists and names, not prose
+MARGIN = 2.0  # the first language's function words against the second's
+
+
+def region_prose(user: str) -> str:
+    """What the region's people wrote: its user and assistant turns without code, calls or tool output."""
+    parts = TURN.split(user)
+    if len(parts) < 3:
+        return NOT_PROSE.sub(" ", user)
+    turns = zip(parts[1::2], parts[2::2])
+    return NOT_PROSE.sub(" ", "\n".join(text for role, text in turns if role in ("human", "gpt")))
+
+
+def scripts(text: str) -> dict[str, float]:
+    """Each script's share of the text's letters, a spaceless script's characters weighed as words."""
+    counts = {name: len(p.findall(text)) * WEIGHT.get(name, 1) for name, p in _SCRIPT.items()}
+    total = sum(counts.values())
+    return {name: c / total for name, c in counts.items() if c} if total else {}
+
+
+def latin_language(text: str) -> str | None:
+    """The Latin-script language whose function words `text` is made of, None when not clear."""
+    words = LATIN_WORD.findall(text.lower())
+    hits = Counter(_OWNER[w] for w in words if _OWNER.get(w))
+    if not hits:
+        return None
+    (first, n), *rest = hits.most_common(2)
+    second = rest[0][1] if rest else 0
+    if n < MIN_WORDS or sum(hits.values()) < MIN_RATE * len(words) or n < MARGIN * second:
+        return None
+    return first
+
+
+def matches(answer: str, region: str, min_share: float) -> bool:
+    """False when the answer is written in a script the region hardly uses, or the region in a script
+    the answer leaves out for prose of its own, or in another Latin-script language than the region's."""
+    prose = NOT_PROSE.sub(" ", answer)
+    theirs, ours = scripts(region), scripts(prose)
+    if not ours or not theirs:
+        return True  # nothing to judge by: numbers, names, or a region of tool output only
+    main = max(ours, key=ours.get)
+    # Latin letters are in every conversation's code and names: they alone say nothing of its language.
+    if main != "latin" and theirs.get(main, 0.0) < min_share:
+        return False
+    region_main = max(theirs, key=theirs.get)
+    if region_main != "latin" and theirs[region_main] >= 0.5 and ours.get(region_main, 0.0) < min_share:
+        return latin_language(prose) is None  # prose of its own in another script: another language
+    if main == "latin" and region_main == "latin":
+        spoken, asked = latin_language(prose), latin_language(region)
+        return spoken is None or asked is None or spoken == asked
+    return True
