@@ -16,6 +16,7 @@ from typing import Any, Iterator
 
 from ..core.config import ConfigError
 from ..formats.base import write_json
+from .manifest import FILES, damage, describe
 
 
 class ResumeMismatch(ConfigError):
@@ -102,9 +103,10 @@ class WorkDir:
             index += 1
 
     def finish_part(self, file_index: int, part_index: int, checkpoint: dict[str, Any]) -> None:
+        """The part made to count: its checkpoint, with the size and sha256 of every file it wrote."""
         done = self.part(file_index, part_index, ".done.json")
-        write_json(done, checkpoint)
         files = sorted(p for p in done.parent.glob(done.name.replace(".done.json", ".*")) if p != done)
+        write_json(done, {**checkpoint, FILES: describe(files)})
         self._push([*files, done])  # the checkpoint last: a mirror's part counts once its files are there
 
     def _push(self, files: list[Path]) -> None:
@@ -119,11 +121,24 @@ class WorkDir:
             if self.mirror is not None:
                 self.mirror.delete(self.path, [self.part(file_index, index, ".done.json")])
 
+    def first_damaged(self, file_index: int, only: str | None = None) -> tuple[int, str] | None:
+        """(index, why) of the file's first finished part whose files (ending with `only`) are not
+        as its checkpoint recorded them; None when every one is."""
+        for index, checkpoint in enumerate(self.checkpoints(file_index)):
+            reason = damage(self.part(file_index, index, ".done.json"), checkpoint, only)
+            if reason is not None:
+                return index, reason
+        return None
+
     def is_file_done(self, file_index: int) -> bool:
         return (self._file_dir(file_index) / "joined").exists()
 
     def mark_file_done(self, file_index: int) -> None:
         write_json(self._file_dir(file_index) / "joined", {})
+
+    def unmark_file_done(self, file_index: int) -> None:
+        """The file to be joined again (its parts are redone first)."""
+        (self._file_dir(file_index) / "joined").unlink(missing_ok=True)
 
     def all_checkpoints(self, files: int) -> Iterator[dict[str, Any]]:
         """Every finished part's checkpoint, one at a time (they hold per-row token counts)."""
