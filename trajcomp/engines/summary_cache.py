@@ -11,6 +11,7 @@ paid for is found too. The folder may be local or on a shared file system (NFS) 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import secrets
@@ -86,7 +87,10 @@ class SummaryCache:
         where = self._index.get(_short(key))
         if where is None:
             return None
-        return _decoded(self._read_line(self._segments[where >> 40], where & ((1 << 40) - 1)), key)
+        entry = self._read_line(self._segments[where >> 40], where & ((1 << 40) - 1))
+        if entry is None:  # altered since it was indexed: forgotten, so the one bought again is indexed
+            del self._index[_short(key)]
+        return _decoded(entry, key)
 
     @staticmethod
     def _read_line(segment: Path, offset: int) -> dict[str, Any] | None:
@@ -123,9 +127,16 @@ class SummaryCache:
 
 
 def _encoded(key: str, summary: Summary) -> bytes:
-    """A cache entry: the request's key and the summary with its provenance (the calls it took)."""
+    """A cache entry: the request's key, the summary with its provenance (the calls it took) and the
+    summary's checksum, so one altered on disk is bought again, never served."""
     value = {"text": summary.text, "api_calls": summary.api_calls, "errors": summary.errors}
-    return json.dumps({"key": key, "summary": value}, ensure_ascii=False).encode("utf-8")
+    return json.dumps({"key": key, "summary": value, "sha256": _checksum(value)}, ensure_ascii=False).encode("utf-8")
+
+
+def _checksum(value: Any) -> str:
+    """128 bits of the sha256 of the summary as canonical JSON (whatever fields it has)."""
+    canonical = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
 
 
 def _decoded(entry: dict[str, Any] | None, key: str) -> Summary | None:
@@ -138,11 +149,17 @@ def _failure(key: str, why: str, attempt: str) -> bytes:
 
 
 def _parsed(line: bytes) -> dict[str, Any] | None:
+    """An entry, or None when it is torn or altered. An entry without a checksum (an older cache's) is
+    taken when it parses; one whose checksum is present and wrong never is."""
     try:
         entry = json.loads(line)
     except ValueError:
         return None
-    return entry if isinstance(entry, dict) and isinstance(entry.get("key"), str) else None
+    if not isinstance(entry, dict) or not isinstance(entry.get("key"), str):
+        return None
+    if "sha256" in entry and entry["sha256"] != _checksum(entry.get("summary")):
+        return None
+    return entry
 
 
 class ObjectCache:
