@@ -81,8 +81,9 @@ def older_checkpoint(path: Path) -> None:
     (truncate, 1, ".jsonl", (), "expected"),
     (overwrite, 2, ".jsonl", ("--workers", "2"), "sha256"),
     (delete, 1, ".rejects.jsonl", (), "missing"),
-    (delete, 0, ".jsonl", ("--workers", "2"), "missing"),
+    (delete, 0, ".jsonl", (), "missing"),
     (older_checkpoint, 3, ".jsonl", (), "no checksums"),
+    (truncate, 2, ".done.json", (), "unreadable"),  # the checkpoint itself torn
 ])
 def test_a_damaged_part_after_a_kill_is_computed_again(killed, damage, part, suffix, workers, why):
     shutil.rmtree(killed.out.parent, ignore_errors=True)
