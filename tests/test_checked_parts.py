@@ -165,3 +165,19 @@ def test_a_joined_files_damaged_rejects_part_redoes_that_file(tmp_path):
     assert stderr.count("warning") == 1 and "part-000001.rejects.jsonl: sha256" in stderr
     for name in ("a.jsonl", "b.jsonl.gz", "rejects.jsonl"):
         assert (tmp_path / "out" / name).read_bytes() == (tmp_path / "ref" / name).read_bytes(), name
+
+
+def test_a_part_damaged_at_every_join_stops_the_run_resumably(tmp_path, monkeypatch):
+    """Storage that loses every write: after three attempts the run stops (exit 1), no output written."""
+    src = write_jsonl(tmp_path / "in.jsonl", read_jsonl(SAMPLES / "hermes_research_runs.jsonl")[:4])
+    real = pipeline.join_parts
+
+    def damaging_join(work, index, *rest):
+        truncate(work.part(index, 0, ".jsonl"))
+        return real(work, index, *rest)
+
+    monkeypatch.setattr(pipeline, "join_parts", damaging_join)
+    code, stderr = run_inproc(offline(src, tmp_path / "out.jsonl"))
+    assert code == 1 and stderr.count("warning") == 3, stderr
+    assert "again after 3 attempts" in stderr.splitlines()[-1] and "run the same command again" in stderr
+    assert not (tmp_path / "out.jsonl").exists()
