@@ -12,8 +12,10 @@ import hashlib
 from pathlib import Path
 from typing import Any, Iterable
 
+
 class DamagedPart(RuntimeError):
-    """A part still failed its check after being computed again: the storage under the work folder is failing."""
+    """A part that fails its check where this run cannot compute it again (at every join, or a rejects
+    part at the run's end): the run stops, and the same command resumes, computing it again."""
 
 
 FILES = "files"  # the checkpoint's key: {file name: {"bytes": size, "sha256": hex digest}}

@@ -70,7 +70,7 @@ def join_parts(work: WorkDir, index: int, job: FileJob, writer: Format, schema: 
         return damaged
     # Only the parts whose checkpoint lists an output (a part whose rows were all rejected has none).
     parts = [work.part(index, i, writer.suffix) for i, c in enumerate(work.checkpoints(index))
-             if listed(c, work.part(index, i, writer.suffix).name)]
+             if listed(c, work.part(index, i, writer.suffix).name)]  # one checkpoint in memory at a time
     writer.join(parts, job.output, schema)
     work.mark_file_done(index)
     for p in parts:

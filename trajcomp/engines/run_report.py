@@ -56,7 +56,7 @@ def _check_rejects(done, checkpoint) -> None:
     the report not), and the same command redoes the part's file: a resume checks it first."""
     reason = damage(done, checkpoint, only=".rejects.jsonl")
     if reason is not None:
-        raise DamagedPart(f"{reason}; run the same command again to compute its file again")
+        raise DamagedPart(f"{reason} (a rejects part, read at the run's end)")
 
 
 @dataclass(frozen=True)
