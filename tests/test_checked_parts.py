@@ -8,6 +8,7 @@ warning line names the part.
 from __future__ import annotations
 
 import contextlib
+import gc
 import gzip
 import io
 import json
@@ -181,3 +182,25 @@ def test_a_part_damaged_at_every_join_stops_the_run_resumably(tmp_path, monkeypa
     assert code == 1 and stderr.count("warning") == 3, stderr
     assert "again after 3 attempts" in stderr.splitlines()[-1] and "run the same command again" in stderr
     assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_rejects_part_damaged_before_the_runs_end_stops_it_and_the_resume_redoes_its_file(tmp_path, monkeypatch):
+    """Rejects parts are read last, after the outputs' joins: one damaged by then stops the run (exit 1),
+    and the same command computes its file again."""
+    src = write_jsonl(tmp_path / "in.jsonl", [*read_jsonl(SAMPLES / "hermes_research_runs.jsonl")[:4], "{oops"])
+    assert run_inproc(offline(src, tmp_path / "ref.jsonl"))[0] == 0
+    real = pipeline.gather
+
+    def damaging_gather(work, layout):
+        overwrite(work.part(0, 2, ".rejects.jsonl"))
+        return real(work, layout)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(pipeline, "gather", damaging_gather)
+        code, stderr = run_inproc(offline(src, tmp_path / "out.jsonl"))
+    assert code == 1 and "part-000002.rejects.jsonl: sha256" in stderr, stderr
+    gc.collect()  # the stopped run's work folder lock, held by this process, is let go
+    code, stderr = run_inproc(offline(src, tmp_path / "out.jsonl"))
+    assert code == 0 and "part-000002.rejects.jsonl: sha256" in stderr and "from part 0" in stderr, stderr
+    for name in ("out.jsonl", "out_rejects.jsonl"):
+        assert (tmp_path / name).read_bytes() == (tmp_path / name.replace("out", "ref")).read_bytes()
