@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import signal
@@ -9,7 +10,7 @@ import time
 from pathlib import Path
 
 from trajcomp.engines import summary_cache as cache_module
-from trajcomp.engines.summary_cache import SummaryCache
+from trajcomp.engines.summary_cache import ObjectCache, SummaryCache
 from trajcomp.summarizers.base import Summary, request_key
 
 
@@ -97,3 +98,76 @@ def test_a_writer_killed_mid_run_leaves_a_readable_cache(tmp_path: Path):
     cache.open()
     assert len(cache) > 100
     assert all(cache.get(key(n)) == summary(n) for n in range(len(cache)))
+
+
+def _altered(data: bytes, n: int) -> bytes:
+    """`data` with one letter of summary n's text changed: still valid JSON, another summary."""
+    return data.replace(f"summary {n} é".encode(), f"summarY {n} é".encode(), 1)
+
+
+def test_an_altered_entry_is_never_served_and_is_bought_again(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(cache_module, "REFRESH_SECONDS", 0.0)
+    folder = tmp_path / "cache"
+    _writer(str(folder), 0, 3)
+    segment = next(folder.glob("*.jsonl"))
+    segment.write_bytes(_altered(segment.read_bytes(), 1))
+    cache = SummaryCache(folder)
+    cache.open()
+    assert [cache.get(key(n)) for n in range(3)] == [summary(0), None, summary(2)]
+    cache.put(key(1), summary(1))  # bought again
+    assert cache.get(key(1)) == summary(1)
+    # Altered after it was indexed: refused too, and the one bought again then found.
+    cache.close()
+    segment.write_bytes(_altered(segment.read_bytes(), 2))
+    assert cache.get(key(2)) is None
+    cache.put(key(2), summary(2))
+    assert cache.get(key(2)) == summary(2)
+
+
+def test_an_entry_of_an_older_cache_without_a_checksum_is_served(tmp_path: Path):
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    value = {"text": "old summary", "api_calls": 1, "errors": []}
+    (folder / "old.jsonl").write_text(json.dumps({"key": key(7), "summary": value}) + "\n")
+    cache = SummaryCache(folder)
+    cache.open()
+    assert cache.get(key(7)) == Summary(**value)
+
+
+def test_an_altered_object_is_never_served(tmp_path: Path):
+    """The object-storage cache reads entries the same way: one altered is refused (here on a local
+    file system, as pyarrow opens any other)."""
+    (tmp_path / "objects" / key(3)[:2]).mkdir(parents=True)  # a bucket has no folders to make; a disk has
+    cache = ObjectCache(f"file://{tmp_path}/objects")
+    cache.open()
+    cache.put(key(3), summary(3))
+    stored = next((tmp_path / "objects").rglob("*.json"))
+    stored.write_bytes(_altered(stored.read_bytes(), 3))
+    assert cache.get(key(3)) is None
+    cache.put(key(3), summary(3))
+    assert cache.get(key(3)) == summary(3)
+
+
+def test_batch_attempts_are_recorded_merged_and_never_served(tmp_path):
+    """A batch's answer and, once a row judged it, why it failed: one attempt, in both caches; an
+    attempt is never a summary, and an altered attempt line is not read."""
+    folder = SummaryCache(tmp_path / "c")
+    (tmp_path / "o" / "attempts" / key(1)).mkdir(parents=True)  # a disk needs the folders a bucket has not
+    for cache in (folder, ObjectCache(f"file://{tmp_path}/o")):
+        cache.open()
+        cache.put_attempt(key(1), "batch_a", answer="an answer")
+        cache.put_attempt(key(1), "batch_b", why="HTTP 500: down")
+        cache.put_attempt(key(1), "batch_a", why="check failed: refusal")
+        if isinstance(cache, SummaryCache):
+            cache._refresh()
+        tried = cache.attempts(key(1))
+        assert set(tried) == {"batch_a", "batch_b"}
+        assert (tried["batch_a"].why, tried["batch_a"].answer) == ("check failed: refusal", "an answer")
+        assert (tried["batch_b"].why, tried["batch_b"].answer) == ("HTTP 500: down", None)
+        assert cache.get(key(1)) is None and cache.attempts(key(2)) == {}
+        cache.close()
+    segment = next((tmp_path / "c").glob("*.jsonl"))
+    segment.write_bytes(segment.read_bytes().replace(b"an answer", b"an ANSWER"))
+    fresh = SummaryCache(tmp_path / "c")
+    fresh.open()
+    assert fresh.attempts(key(1))["batch_a"].answer is None  # the altered line is skipped; the judgment stands

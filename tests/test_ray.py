@@ -233,6 +233,7 @@ def test_openai_summaries_from_each_actors_session_equal_the_local_engine(cluste
 
 
 def test_driver_killed_with_sigkill_resumes_to_the_same_bytes_paying_no_summary_twice(cluster, bpe_tokenizer, tmp_path):
+    """A finished part torn after the kill is computed again (its summaries come from the cache)."""
     src = write_jsonl(tmp_path / "data.jsonl", [hermes_row(i) for i in range(18)])
     on_ray = ("--engine", "ray", "--ray-address", cluster)
     with ServerThread(latency=0.15) as server:
@@ -250,10 +251,13 @@ def test_driver_killed_with_sigkill_resumes_to_the_same_bytes_paying_no_summary_
         assert not out.exists()
         paid = cached_summaries(out.parent / "out_summary_cache")
         thaw(server)
+        part = out.parent / ".out.jsonl.trajcomp-work" / "file-00000" / "part-000001.jsonl"
+        part.write_bytes(part.read_bytes()[: part.stat().st_size // 2])  # a committed part torn (checked parts)
         again = run_cli(*resume_args(src, out, bpe_tokenizer, server.base_url, *on_ray), timeout=240)
         assert again.code == 0, again.stderr
+        assert "warning: " in again.stderr and "part-000001.jsonl: size" in again.stderr
     report = json.loads((out.parent / "out_metrics.json").read_text())
-    assert report["processing"]["resumed"] is True and report["processing"]["rows_from_checkpoint"] >= 6
+    assert report["processing"]["resumed"] is True and report["processing"]["rows_from_checkpoint"] == 3  # part 0
     assert report["summarization"]["http_requests"] == needed - paid  # what was paid came from the cache
     assert out.read_bytes() == ref.read_bytes()
 

@@ -164,6 +164,7 @@ def _dry_run(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None:
 
 def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool, html: bool, ray, staged) -> None:
     from ..engines.failures import SummarizerDown
+    from ..engines.manifest import DamagedPart
     from ..engines.pipeline import Runner, build_rows
     from ..engines.workers import WorkerDied
     from ..formats.base import InputError
@@ -183,6 +184,8 @@ def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool, html: b
     except APIError as exc:  # the batch endpoint: the batches submitted are recorded, a rerun waits on them
         fail(f"{exc}{_resume_hint(layout)}", EXIT_FAILED)
     except WorkerDied as exc:
+        fail(f"{exc}{_resume_hint(layout)}", EXIT_FAILED)
+    except DamagedPart as exc:  # a part that fails its check again and again: the work folder's storage
         fail(f"{exc}{_resume_hint(layout)}", EXIT_FAILED)
     except OSError as exc:  # writing: a full disk, a folder that vanished; inputs raise InputError
         where = f" {exc.filename}" if exc.filename else ""

@@ -16,6 +16,7 @@ from typing import Any, Iterator
 
 from ..core.config import ConfigError
 from ..formats.base import write_json
+from .manifest import FILES, damage, describe
 
 
 class ResumeMismatch(ConfigError):
@@ -95,16 +96,25 @@ class WorkDir:
         return self._file_dir(file_index) / f"part-{part_index:06d}{suffix}"
 
     def checkpoints(self, file_index: int) -> Iterator[dict[str, Any]]:
-        """Checkpoints of the file's finished parts, in order (a gap ends them)."""
+        """Checkpoints of the file's finished parts, in order (a gap, or one damaged, ends them)."""
+        for index in range(self._written(file_index)):
+            checkpoint = _read(self.part(file_index, index, ".done.json"))
+            if checkpoint is None:
+                return
+            yield checkpoint
+
+    def _written(self, file_index: int) -> int:
+        """How many checkpoints of the file are there in a row, from the first (readable or not)."""
         index = 0
-        while (meta := self.part(file_index, index, ".done.json")).exists():
-            yield json.loads(meta.read_text(encoding="utf-8"))
+        while self.part(file_index, index, ".done.json").exists():
             index += 1
+        return index
 
     def finish_part(self, file_index: int, part_index: int, checkpoint: dict[str, Any]) -> None:
+        """The part made to count: its checkpoint, with the size and sha256 of every file it wrote."""
         done = self.part(file_index, part_index, ".done.json")
-        write_json(done, checkpoint)
         files = sorted(p for p in done.parent.glob(done.name.replace(".done.json", ".*")) if p != done)
+        write_json(done, {**checkpoint, FILES: describe(files)})
         self._push([*files, done])  # the checkpoint last: a mirror's part counts once its files are there
 
     def _push(self, files: list[Path]) -> None:
@@ -113,17 +123,33 @@ class WorkDir:
 
     def undo_parts(self, file_index: int, first: int) -> None:
         """Forget finished parts from `first` on (latest first, so no gap ever hides a later one)."""
-        finished = sum(1 for _ in self.checkpoints(file_index))
-        for index in range(finished - 1, first - 1, -1):
+        for index in range(self._written(file_index) - 1, first - 1, -1):  # damaged checkpoints too
             self.part(file_index, index, ".done.json").unlink(missing_ok=True)
             if self.mirror is not None:
                 self.mirror.delete(self.path, [self.part(file_index, index, ".done.json")])
+
+    def first_damaged(self, file_index: int, only: str | None = None) -> tuple[int, str] | None:
+        """(index, why) of the file's first finished part whose files (ending with `only`) are not
+        as its checkpoint recorded them; None when every one is."""
+        readable = 0
+        for index, checkpoint in enumerate(self.checkpoints(file_index)):
+            reason = damage(self.part(file_index, index, ".done.json"), checkpoint, only)
+            if reason is not None:
+                return index, reason
+            readable += 1
+        if readable < self._written(file_index):  # the next checkpoint is there but cannot be read
+            return readable, f"{self.part(file_index, readable, '.done.json')}: unreadable"
+        return None
 
     def is_file_done(self, file_index: int) -> bool:
         return (self._file_dir(file_index) / "joined").exists()
 
     def mark_file_done(self, file_index: int) -> None:
         write_json(self._file_dir(file_index) / "joined", {})
+
+    def unmark_file_done(self, file_index: int) -> None:
+        """The file to be joined again (its parts are redone first)."""
+        (self._file_dir(file_index) / "joined").unlink(missing_ok=True)
 
     def all_checkpoints(self, files: int) -> Iterator[dict[str, Any]]:
         """Every finished part's checkpoint, one at a time (they hold per-row token counts)."""
@@ -137,6 +163,15 @@ class WorkDir:
         shutil.rmtree(self.path, ignore_errors=True)
         if self.mirror is not None:
             self.mirror.clear()
+
+
+def _read(done: Path) -> dict[str, Any] | None:
+    """A checkpoint, or None when it is not whole JSON (torn or overwritten after it was written)."""
+    try:
+        checkpoint = json.loads(done.read_bytes())
+    except (ValueError, FileNotFoundError):
+        return None
+    return checkpoint if isinstance(checkpoint, dict) and "records" in checkpoint else None
 
 
 def _differences(old: Any, new: Any, where: str = "") -> list[str]:

@@ -11,6 +11,7 @@ from ..formats import Format
 from ..formats.base import PartWriter
 from ..formats.jsonl import JSONL
 from .checkpoint import WorkDir
+from .manifest import listed
 from .paths import FileJob
 from .results import Rejected, Skipped, Written
 
@@ -60,11 +61,18 @@ class Part:
                 stream.abort()
 
 
-def join_parts(work: WorkDir, index: int, job: FileJob, writer: Format, schema: Any) -> None:
-    """The file's parts joined into its output; then only the checkpoints are still needed."""
-    parts = [work.part(index, i, writer.suffix) for i, _ in enumerate(work.checkpoints(index))]
-    parts = [p for p in parts if p.exists()]  # a part whose rows were all rejected has no output
+def join_parts(work: WorkDir, index: int, job: FileJob, writer: Format, schema: Any) -> tuple[int, str] | None:
+    """The file's parts, checked right before they are read, joined into its output; then only the
+    checkpoints are still needed. A part that fails its check is not used: (its index, why) comes back
+    and nothing is written."""
+    damaged = work.first_damaged(index)
+    if damaged is not None:
+        return damaged
+    # Only the parts whose checkpoint lists an output (a part whose rows were all rejected has none).
+    parts = [work.part(index, i, writer.suffix) for i, c in enumerate(work.checkpoints(index))
+             if listed(c, work.part(index, i, writer.suffix).name)]  # one checkpoint in memory at a time
     writer.join(parts, job.output, schema)
     work.mark_file_done(index)
     for p in parts:
         p.unlink()
+    return None

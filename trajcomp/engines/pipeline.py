@@ -26,9 +26,10 @@ from .batch import BatchBuyer
 from .checkpoint import WorkDir
 from .failures import FailureStreak
 from .ordered import ordered_map
+from .manifest import DamagedPart
 from .parts import Part, join_parts
 from .paths import FileJob, Layout
-from .progress import Progress
+from .progress import Progress, warn
 from .remote import WorkMirror
 from .results import Rejected, Skipped, Written, routed
 from .run_report import RunFacts, build_report, gather
@@ -41,6 +42,9 @@ _NOT_IN_OUTPUT = {
     "num_workers", "max_concurrent_requests", "max_rows_in_memory", "cache", "cache_dir", "max_consecutive_failures",
     "base_url", "api_key_env", "batch", "batch_max_requests", "batch_max_bytes", "batch_poll_seconds",
 }
+# Times a file's parts are computed and checked before its join gives up: a part damaged again and
+# again means the storage under the work folder is failing, which no recomputation cures.
+JOIN_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,7 @@ class Runner:
         self.progress: Progress | None = None
         self.batch: Batches | None = None  # what buying the summaries in batches took (summarization.batch)
         self.resumed_rows = 0
+        self.resumed_parts: dict[int, list[int]] = {}  # file -> records of each part a resume found whole
         self.taker = Taker(options.selection)
         self.failures = FailureStreak(config.max_consecutive_failures, self.work, layout.work)
 
@@ -138,9 +143,11 @@ class Runner:
                 ).buy()
             self._count_resumed()
             with Progress(disable=self.options.quiet, live=self.compressor.summarizer.live) as self.progress:
+                taken = 0  # rows taken in the files before (--limit counts across files)
                 for index, job in enumerate(self.layout.files):
                     if not self.work.is_file_done(index):
-                        await self.run_file(index, job)
+                        await self.run_file(index, job, taken)
+                    taken += sum(c["taken"] for c in self.work.checkpoints(index))
         except InputError:
             if next(self.work.all_checkpoints(len(self.layout.files)), None) is None:
                 self.work.remove()  # nothing finished: leave no trace of a run that could not start
@@ -156,17 +163,48 @@ class Runner:
         return RunResult(report, gathered.aggregate)
 
     def _count_resumed(self) -> None:
-        """Rows the checkpoints already hold, and rows taken so far (--limit counts across files)."""
-        for checkpoint in self.work.all_checkpoints(len(self.layout.files)):
-            self.resumed_rows += checkpoint["records"]
-            self.taker.taken += checkpoint["taken"]
+        """Every finished part checked against its checkpoint (a damaged one is undone with those after
+        it, to be computed again), then the rows the checkpoints hold."""
+        for index in range(len(self.layout.files)):
+            joined = self.work.is_file_done(index)
+            # A joined file's outputs are in its output already; its rejects parts are read at the end.
+            damaged = self.work.first_damaged(index, ".rejects.jsonl" if joined else None)
+            if damaged is not None and joined:  # its other parts' outputs are gone: the whole file again
+                self.work.unmark_file_done(index)
+                damaged = (0, damaged[1])
+            if damaged is not None:
+                self._undo(index, *damaged)
+            self.resumed_parts[index] = [c["records"] for c in self.work.checkpoints(index)]
+            self.resumed_rows += sum(self.resumed_parts[index])
 
-    async def run_file(self, index: int, job: FileJob) -> None:
+    def _undo(self, index: int, first: int, reason: str) -> None:
+        """A damaged part and every later one of its file forgotten, to be computed again, and said once."""
+        warn(f"{reason}; not used: its file is computed again from part {first}")
+        self.work.undo_parts(index, first)
+        resumed = self.resumed_parts.get(index, [])
+        self.resumed_rows -= sum(resumed[first:])
+        del resumed[first:]
+
+    async def run_file(self, index: int, job: FileJob, taken_before: int) -> None:
+        """The file's remaining parts, then their join; parts that fail the join's check are redone."""
         reader, writer = format_for(job.input), format_for(job.output)
         schema = input_schema(reader, job.input)
-        done = [c["records"] for c in self.work.checkpoints(index)]
-        records = self.taker.select(job.key, islice(_named(read_checked(reader, job.input), job.source), sum(done), None))
-        part = Part(self.work, index, len(done), writer, schema)
+        for _ in range(JOIN_ATTEMPTS):
+            await self._write_parts(index, job, reader, writer, schema, taken_before)
+            damaged = join_parts(self.work, index, job, writer, schema)
+            if damaged is None:
+                return
+            self._undo(index, *damaged)
+        raise DamagedPart(f"{damaged[1]}, again after {JOIN_ATTEMPTS} attempts: the storage under "
+                          f"{self.layout.work} loses writes")
+
+    async def _write_parts(self, index: int, job: FileJob, reader, writer, schema, taken_before: int) -> None:
+        """The file's rows from its first unfinished part on, into parts each made to count by its checkpoint."""
+        finished = [(c["records"], c["taken"]) for c in self.work.checkpoints(index)]
+        self.taker.taken = taken_before + sum(taken for _, taken in finished)
+        done = sum(records for records, _ in finished)
+        records = self.taker.select(job.key, islice(_named(read_checked(reader, job.input), job.source), done, None))
+        part = Part(self.work, index, len(finished), writer, schema)
         try:
             async with aclosing(ordered_map(records, self.process, self.max_running, self.max_held)) as results:
                 async for result in results:
@@ -181,7 +219,6 @@ class Runner:
             raise
         if part.records:
             part.finish()
-        join_parts(self.work, index, job, writer, schema)
 
     async def process(self, item: tuple[Record, str | None]) -> Written | Rejected | Skipped:
         record, verdict = item

@@ -10,6 +10,11 @@ from typing import Callable
 from tqdm import tqdm
 
 
+def warn(message: str) -> None:
+    """One line on stderr, shown under -q too and above a progress bar (not through it)."""
+    tqdm.write(f"trajcomp: warning: {message}", file=sys.stderr)
+
+
 class Progress:
     """Counts rows by outcome and shows them; `live` adds run facts such as calls in flight."""
 

@@ -15,6 +15,7 @@ from ..reports.build import from_aggregate
 from ..reports.schema import Batches, Processing, Report, TokenizerInfo
 from ..version import __version__
 from .checkpoint import WorkDir
+from .manifest import DamagedPart, damage, listed
 from .paths import Layout
 
 
@@ -36,16 +37,26 @@ def gather(work: WorkDir, layout: Layout) -> Gathered:
             written += len(state["before"])
             rejected += sum(state["reject_reasons"].values())
             aggregate.merge(state)
-            rejects.append(work.part(f, p, ".rejects.jsonl"))
+            part = work.part(f, p, ".rejects.jsonl")
+            if listed(checkpoint, part.name):
+                _check_rejects(work.part(f, p, ".done.json"), checkpoint)
+                rejects.append(part)
         if rejected and not written:  # a file that is not rows at all is almost always the wrong file
             files_all_rejected.append(str(job.input))
-    rejects = [r for r in rejects if r.exists()]
     # A rejects file exists exactly when rows were rejected: a stale one would mislead.
     if rejects:
         JSONL.join(rejects, layout.rejects)
     else:
         layout.rejects.unlink(missing_ok=True)
     return Gathered(aggregate, files_all_rejected)
+
+
+def _check_rejects(done, checkpoint) -> None:
+    """A rejects part checked right before it is read; damaged, it stops the run (the output is written,
+    the report not), and the same command redoes the part's file: a resume checks it first."""
+    reason = damage(done, checkpoint, only=".rejects.jsonl")
+    if reason is not None:
+        raise DamagedPart(f"{reason} (a rejects part, read at the run's end)")
 
 
 @dataclass(frozen=True)

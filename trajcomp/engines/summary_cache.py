@@ -11,6 +11,7 @@ paid for is found too. The folder may be local or on a shared file system (NFS) 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import secrets
@@ -92,7 +93,10 @@ class SummaryCache:
         where = self._index.get(_short(key))
         if where is None:
             return None
-        return _decoded(self._read_line(self._segments[where >> 40], where & ((1 << 40) - 1)), key)
+        entry = self._read_line(self._segments[where >> 40], where & ((1 << 40) - 1))
+        if entry is None:  # altered since it was indexed: forgotten, so the one bought again is indexed
+            del self._index[_short(key)]
+        return _decoded(entry, key)
 
     @staticmethod
     def _read_line(segment: Path, offset: int) -> dict[str, Any] | None:
@@ -148,20 +152,31 @@ class Attempt:
 
 
 def _attempt_line(key: str, attempt: str, why: str | None, answer: str | None) -> bytes:
-    entry: dict[str, Any] = {"key": key, "attempt": attempt}
-    if why is not None:
-        entry["failed"] = why
-    if answer is not None:
-        entry["answer"] = answer
-    return json.dumps(entry, ensure_ascii=False).encode("utf-8")
+    said = {**({"failed": why} if why is not None else {}), **({"answer": answer} if answer is not None else {})}
+    return json.dumps({"key": key, "attempt": attempt, **said, "sha256": _checksum(said)},
+                      ensure_ascii=False).encode("utf-8")
+
+
+def _said(entry: dict[str, Any]) -> Any:
+    """What an entry's checksum covers: a summary, or what an attempt says (why it failed, its answer)."""
+    if "attempt" not in entry:
+        return entry.get("summary")
+    return {k: entry[k] for k in ("failed", "answer") if k in entry}
 
 
 def _encoded(key: str, summary: Summary) -> bytes:
-    """A cache entry: the request's key and the summary with its provenance (the calls it took)."""
+    """A cache entry: the request's key, the summary with its provenance (the calls it took) and the
+    summary's checksum, so one altered on disk is bought again, never served."""
     value = {"text": summary.text, "api_calls": summary.api_calls, "errors": summary.errors}
     if summary.checks_failed:  # left out when empty: entries written before checks read the same
         value["checks_failed"] = list(summary.checks_failed)
-    return json.dumps({"key": key, "summary": value}, ensure_ascii=False).encode("utf-8")
+    return json.dumps({"key": key, "summary": value, "sha256": _checksum(value)}, ensure_ascii=False).encode("utf-8")
+
+
+def _checksum(value: Any) -> str:
+    """128 bits of the sha256 of the summary as canonical JSON (whatever fields it has)."""
+    canonical = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
 
 
 def _decoded(entry: dict[str, Any] | None, key: str) -> Summary | None:
@@ -173,11 +188,17 @@ def _decoded(entry: dict[str, Any] | None, key: str) -> Summary | None:
 
 
 def _parsed(line: bytes) -> dict[str, Any] | None:
+    """An entry, or None when it is torn or altered. An entry without a checksum (an older cache's) is
+    taken when it parses; one whose checksum is present and wrong never is."""
     try:
         entry = json.loads(line)
     except ValueError:
         return None
-    return entry if isinstance(entry, dict) and isinstance(entry.get("key"), str) else None
+    if not isinstance(entry, dict) or not isinstance(entry.get("key"), str):
+        return None
+    if "sha256" in entry and entry["sha256"] != _checksum(_said(entry)):
+        return None
+    return entry
 
 
 class ObjectCache:
@@ -223,18 +244,19 @@ class ObjectCache:
     def put_attempt(self, key: str, attempt: str, why: str | None = None, answer: str | None = None) -> None:
         # one object an attempt: a later write (its answer judged) keeps what the first one said
         path = f"{self._root}/attempts/{key}/{attempt}.json"
-        entry = {**self._read_attempt(path), **({"failed": why} if why is not None else {}),
-                 **({"answer": answer} if answer is not None else {})}
+        said = {**self._read_attempt(path), **({"failed": why} if why is not None else {}),
+                **({"answer": answer} if answer is not None else {})}
         with self._fs.open_output_stream(path) as f:
-            f.write(json.dumps(entry, ensure_ascii=False).encode("utf-8"))
+            f.write(_attempt_line(key, attempt, said.get("failed"), said.get("answer")))
 
     def _read_attempt(self, path: str) -> dict[str, Any]:
+        """What an attempt's object says ({} when there is none, or it is damaged)."""
         try:
             with self._fs.open_input_stream(path) as f:
-                entry = json.loads(f.read())
-        except (FileNotFoundError, ValueError):
+                entry = _parsed(f.read())
+        except FileNotFoundError:
             return {}
-        return entry if isinstance(entry, dict) else {}
+        return _said(entry) if entry is not None and "attempt" in entry else {}
 
     def close(self) -> None:
         self._fs = None

@@ -1,0 +1,65 @@
+"""What a finished part's checkpoint records of the files it wrote (size and sha256), and the check of
+the files against it, so a part torn, overwritten or lost after it was committed is never trusted.
+
+A lost write on a network file system or a fuse-mounted bucket leaves a committed part short or
+wrong although it was fsync'd and renamed into place: a resume and a join check every part before
+they use it, and one that fails is computed again (the run's bytes do not change).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Iterable
+
+
+class DamagedPart(RuntimeError):
+    """A part that fails its check where this run cannot compute it again (at every join, or a rejects
+    part at the run's end): the run stops, and the same command resumes, computing it again."""
+
+
+FILES = "files"  # the checkpoint's key: {file name: {"bytes": size, "sha256": hex digest}}
+
+
+def _digest(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def describe(paths: Iterable[Path]) -> dict[str, dict[str, Any]]:
+    """The manifest of a part's files that exist, read back once they are committed (fsync'd), so it
+    holds what is on disk whatever format wrote them."""
+    return {p.name: {"bytes": p.stat().st_size, "sha256": _digest(p)} for p in paths if p.is_file()}
+
+
+def damage(done: Path, checkpoint: dict[str, Any], only: str | None = None) -> str | None:
+    """Why the files of the part whose checkpoint is `done` (those whose names end with `only`, when
+    given) differ from it, as '<path>: size 120 bytes, expected 240'; None when they are as written."""
+    files = checkpoint.get(FILES)
+    if files is None:  # written by a trajcomp from before manifests: nothing to check it against
+        return f"{done}: no checksums (an older trajcomp wrote it)"
+    folder = done.parent
+    for name, expected in files.items():
+        if only is not None and not name.endswith(only):
+            continue
+        reason = _file_damage(folder / name, expected)
+        if reason is not None:
+            return f"{folder / name}: {reason}"
+    return None
+
+
+def _file_damage(path: Path, expected: dict[str, Any]) -> str | None:
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return "missing"
+    if size != expected["bytes"]:
+        return f"size {size} bytes, expected {expected['bytes']}"
+    if _digest(path) != expected["sha256"]:
+        return "sha256 differs from its checkpoint's (overwritten)"
+    return None
+
+
+def listed(checkpoint: dict[str, Any], name: str) -> bool:
+    """Whether the part wrote the file `name` (a part whose rows were all rejected has no output)."""
+    return name in checkpoint.get(FILES, {})
