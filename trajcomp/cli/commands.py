@@ -321,8 +321,10 @@ def report_command(
 
 # Commands kept in their own modules; registered here so `python -m trajcomp.cli` has them too.
 from .compare import compare as _compare  # noqa: E402
+from .show import show as _show  # noqa: E402
 from .stats import stats as _stats  # noqa: E402
 
 app.command("stats")(_stats)
 app.command("compare")(_compare)
+app.command("show")(_show)
 

@@ -25,7 +25,7 @@ class Why:
     tail) against the target, what lies between them, and the setting that would change it."""
 
     text: str
-    target: int
+    target: int | None  # None: no report beside the output names it
     head_turns: int
     head_tokens: int
     tail_turns: int
@@ -50,6 +50,7 @@ class RowView:
     input_turns: list[TurnView] | None = None
     region: tuple[int, int] | None = None
     why: Why | None = None
+    target: int | None = None
     has_id: bool = False
     notes: list[str] = field(default_factory=list)  # what cannot be known about this row
 
@@ -86,8 +87,9 @@ class RowView:
 
 
 def build_views(rows: Sequence[tuple[int, dict[str, Any], Paired | None]], counter, schema: RowSchema,
-                params: PlanParams, prefix: str, source: str = "") -> list[RowView]:
-    """Views of the rows (position, output row, its input when paired), every turn counted in one call."""
+                params: PlanParams, prefix: str, target: int | None, source: str = "") -> list[RowView]:
+    """Views of the rows (position, output row, its input when paired), every turn counted in one call;
+    `target`: the run's target_max_tokens, when its report is at hand."""
     read = [(turns_of(out, schema) or ([], []))[1] for _, out, _ in rows]
     read_in = [(turns_of(p.row, schema) or ([], []))[1] if p else [] for _, _, p in rows]
     texts = [t.text for turns in read + read_in for t in turns]
@@ -98,7 +100,8 @@ def build_views(rows: Sequence[tuple[int, dict[str, Any], Paired | None]], count
         metrics = out.get(METRICS_KEY) if isinstance(out.get(METRICS_KEY), dict) else None
         shape = shape_of(metrics, read[i], prefix)
         kept = [TurnView(t.role, t.text, n, j == shape.summary) for j, (t, n) in enumerate(zip(read[i], counted[i]))]
-        view = RowView(position, out.get("id"), metrics, _status(metrics), kept, source, has_id="id" in out)
+        view = RowView(position, out.get("id"), metrics, _status(metrics), kept, source, target=target,
+                       has_id="id" in out)
         if paired is not None:
             inputs = [TurnView(t.role, t.text, n) for t, n in zip(read_in[i], counted[len(rows) + i])]
             view.input_where, view.input_turns, view.region = paired.where, inputs, paired.region
@@ -129,7 +132,7 @@ def _explain(view: RowView, turns: list[Turn], shape: Shape, params: PlanParams,
 def why(view: RowView, turns: list[Turn], shape: Shape, params: PlanParams, alternation: bool) -> Why:
     """The numbers behind a row still over the limit."""
     m, costs = view.metrics, [t.tokens for t in view.kept]
-    target = m.get("target_max_tokens", params.target_max_tokens)
+    target = view.target
     last_n = params.protect_last_n_turns
     if shape.summary is not None:
         k = shape.summary
@@ -143,8 +146,9 @@ def why(view: RowView, turns: list[Turn], shape: Shape, params: PlanParams, alte
         what = (f"the {_turns(limit - start)} between them ({between} tokens) are no more than a summary would take"
                 if between else "no turn lies between them to summarize")
     fixed = sum(head) + sum(tail)
+    against = f"a target of {target}" if target is not None else "the run's target (no report beside the output names it)"
     text = (f"the protected head ({_turns(len(head))}) and the last {_turns(len(tail))} alone are {fixed} tokens "
-            f"against a target of {target}; {what}. ")
+            f"against {against}; {what}. ")
     text += _remedy(m, fixed, target, last_n)
     return Why(text, target, len(head), sum(head), len(tail), sum(tail), between, m.get("error"))
 
@@ -153,13 +157,13 @@ def _turns(n: int) -> str:
     return f"{n} turn" if n == 1 else f"{n} turns"
 
 
-def _remedy(m: dict[str, Any], fixed: int, target: int, last_n: int) -> str:
+def _remedy(m: dict[str, Any], fixed: int, target: int | None, last_n: int) -> str:
     if m.get("outcome") == "failed":
         return f"The summary failed: {m.get('error') or 'no error recorded'}."
     if not m.get("cannot_fit"):
         return (f"More of the row could be summarized: {m.get('passes')} passes were made; a higher "
                 "compression.max_passes would make more.")
-    if fixed > target:
+    if target is None or fixed > target:
         return (f"No summary can fit it: lower protected_turns.last_n_turns (now {last_n}), protect fewer head "
                 "turns (protected_turns.first_*) or raise compression.target_max_tokens.")
     return ("Everything between them is summarized: a shorter summary (compression.summary_target_tokens) or a "

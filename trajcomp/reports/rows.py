@@ -70,21 +70,24 @@ def records(paths: Sequence[Path]) -> Iterator[tuple[str, Any]]:
 
 @dataclass(frozen=True)
 class Brief:
-    """One output row, as much as picking needs: its 1-based position, id, status and tokens over the limit."""
+    """One output row, as much as picking needs: its 1-based position, id, status, whether it is over
+    the limit and its tokens (the rows' metrics do not name the target: with one target per run, the
+    most tokens is the most over it)."""
 
     position: int
     id: Any
     status: str | None
-    over_by: int
+    over: bool = False
+    tokens: int = 0
 
 
 def brief(position: int, row: Any) -> Brief:
     metrics = row.get(METRICS_KEY) if isinstance(row, dict) else None
     if not isinstance(metrics, dict):
-        return Brief(position, _id(row), None, 0)
+        return Brief(position, _id(row), None)
     status = metrics.get("status")
-    over = metrics.get("compressed_tokens", 0) - metrics.get("target_max_tokens", 0)
-    return Brief(position, _id(row), "still_over_limit" if status == "still_over" else status, over)
+    return Brief(position, _id(row), OVER if status == "still_over" else status,
+                 bool(metrics.get("still_over_limit")), metrics.get("compressed_tokens", 0))
 
 
 def _id(row: Any) -> Any:
@@ -92,7 +95,7 @@ def _id(row: Any) -> Any:
 
 
 def matches(b: Brief, status: str) -> bool:
-    return b.over_by > 0 if status == OVER else b.status == status
+    return b.over if status == OVER else b.status == status
 
 
 @dataclass(frozen=True)
@@ -124,7 +127,7 @@ def pick(briefs: Sequence[Brief], choice: Choice) -> list[int]:
         if not found:
             raise NotFound(f"no row has status {choice.status}: the output has {_statuses(briefs)}")
     if choice.status == OVER:
-        return [b.position for b in sorted(found, key=lambda b: (-b.over_by, b.position))[: choice.limit]]
+        return [b.position for b in sorted(found, key=lambda b: (-b.tokens, b.position))[: choice.limit]]
     if len(found) > choice.limit:
         found = random.Random(choice.seed).sample(found, choice.limit)
     return sorted(b.position for b in found)
@@ -147,7 +150,7 @@ def _statuses(briefs: Sequence[Brief]) -> str:
     counts: dict[str, int] = {}
     for b in briefs:
         counts[b.status or "unknown"] = counts.get(b.status or "unknown", 0) + 1
-        if b.over_by > 0 and b.status != OVER:
+        if b.over and b.status != OVER:
             counts[OVER] = counts.get(OVER, 0) + 1
     return ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no rows"
 
@@ -176,4 +179,5 @@ def views_at(output: Path, inputs: Sequence[Path], positions: Sequence[int], cou
         chosen = {position: (row, None) for position, row in outs if position in wanted}
     rows = [(position, *chosen[position]) for position in positions if position in chosen]
     params = PlanParams.from_config(run.config)
-    return build_views(rows, counter, schema, params, prefix, Path(output).name)
+    target = run.report.target_max_tokens if run.report is not None else None
+    return build_views(rows, counter, schema, params, prefix, target, Path(output).name)
