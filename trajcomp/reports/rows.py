@@ -181,3 +181,39 @@ def views_at(output: Path, inputs: Sequence[Path], positions: Sequence[int], cou
     params = PlanParams.from_config(run.config)
     target = run.report.target_max_tokens if run.report is not None else None
     return build_views(rows, counter, schema, params, prefix, target, Path(output).name)
+
+
+RUN_ROWS = 20  # the rows `compress --html` shows beside its report, at most
+
+
+def run_views(files: Sequence[tuple[Sequence[Path], Path]], counter, run: Run, most: int = RUN_ROWS) -> list[RowView]:
+    """The rows `compress --html` shows beside its report, from its (inputs, output) files: every failed
+    row, the worst still over the limit and a sample of compressed ones, `most` in all, in that order."""
+    found = [(i, brief(position, row)) for i, (_, output) in enumerate(files)
+             for position, (_, row) in enumerate(records([output]), 1)]
+    if found and all(b.status is None for _, b in found):  # no metrics in the rows: any of them
+        chosen = random.Random(0).sample(found, min(most, len(found)))
+    else:
+        chosen = _run_choice(found, most)
+    shown: dict[tuple[int, int], RowView] = {}
+    for i, (inputs, output) in enumerate(files):
+        positions = sorted(b.position for j, b in chosen if j == i)
+        if positions:
+            shown.update({(i, v.row): v for v in views_at(output, inputs, positions, counter, run)})
+    return [shown[(i, b.position)] for i, b in chosen if (i, b.position) in shown]
+
+
+def _run_choice(found: list[tuple[int, Brief]], most: int) -> list[tuple[int, Brief]]:
+    failed = [x for x in found if x[1].status == "failed"][:most]
+    over = sorted((x for x in found if x[1].over and x[1].status != "failed"), key=lambda x: -x[1].tokens)
+    compressed = [x for x in found if x[1].status == "compressed"]
+    room = most - len(failed)
+    over = over[: room - min(len(compressed), room // 2)]  # half the room for each, or all for one that fills it
+    sample = random.Random(0).sample(compressed, min(len(compressed), room - len(over)))
+    return failed + over + sorted(sample, key=lambda x: (x[0], x[1].position))
+
+
+def rows_page_path(report: Path) -> Path:
+    """The page of rows beside a report: out_rows.html beside out_metrics.json."""
+    name = report.name[: -len("_metrics.json")] if report.name.endswith("_metrics.json") else report.stem
+    return report.with_name(f"{name}_rows.html")
