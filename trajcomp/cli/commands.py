@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -329,6 +330,7 @@ def report_command(
     from ..reports.markup import write_page
     from ..reports.page import report_page
     from ..reports.reading import load
+    from ..reports.rows import rows_page_path
     from ..reports.schema import NotAReport
 
     try:
@@ -336,8 +338,10 @@ def report_command(
     except NotAReport as exc:
         fail(str(exc))
     page = output or report.with_suffix(".html")
+    rows = rows_page_path(report)  # compress --html's page of rows: linked when it is there
+    link = os.path.relpath(rows, page.resolve().parent) if rows.exists() else None
     try:
-        write_page(page, report_page(loaded))
+        write_page(page, report_page(loaded, link))
     except OSError as exc:
         fail(f"cannot write {page}: {exc.strerror or exc}")
     typer.echo(str(page))
