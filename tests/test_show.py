@@ -194,3 +194,21 @@ def test_both_pages_render_offline_with_the_replaced_turns_highlighted(runs, tmp
                 assert "summary" in summary.classes() and summary.find("div", class_="turn summary")
     image = screenshot(tmp_path / "rows.html", tmp_path / "shot.png", 1000, 1400)
     assert image.count((0, 200, 1000, 1400), HIGHLIGHT) > 200, "the replaced turns and their summary are highlighted"
+
+
+def test_openai_rows_are_paired_and_shown(tmp_path, counter):
+    from test_openai_rows import agent_row
+
+    rows = [{**agent_row(), "id": f"o{i}"} for i in range(2)]
+    src = write_lines(tmp_path / "in.jsonl", [rows[0], "{not json", rows[1]])
+    assert cli("compress", src, "-o", tmp_path / "out.jsonl", "--tokenizer", DEMO_TOKENIZER, "--target-max-tokens",
+               "1000", "--summary-target-tokens", "80", "-q") == 0
+    out = tmp_path / "out.jsonl"
+    shown = views(out, [src], Choice(positions=(1, 2)), counter, run_of(out))
+    assert [v.input_where for v in shown] == ["in.jsonl:1", "in.jsonl:3"]
+    for view, row in zip(shown, read_jsonl(out)):
+        region = row["compression_metrics"]["compression_region"]
+        start, end = view.region
+        assert (start, end) == (region["start_idx"], region["end_idx"])
+        assert view.kept[start].summary and len(view.replaced) == end - start > 0
+        assert [t.role for t in view.input_turns[:start]] == [t.role for t in view.kept[:start]]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Optional
@@ -99,6 +100,7 @@ def _print(shown, full: bool, as_json: bool, html: Path | None, output: Path) ->
             return
         from rich.console import Console
 
+        os.environ.setdefault("LESS", "-FRX")  # the pager shows colours, and quits at once when one screen holds all
         console = Console()
         with console.pager(styles=True):
             console.print(text)

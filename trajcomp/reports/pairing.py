@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from ..core.rows import RowError, RowSchema, Turn
+from ..formats.base import json_text
 
 METRICS_KEY = "compression_metrics"
 
@@ -79,7 +80,7 @@ def _others(row: dict[str, Any], key: str) -> dict[str, Any]:
 def region_of(out: dict[str, Any], shape: Shape, source: Any, schema: RowSchema) -> tuple[int, int] | None | bool:
     """The input turns `out`'s summary replaced when `source` is the row it came from; None when it
     came from `source` unchanged; False when it did not come from `source`."""
-    if not isinstance(source, dict) or _others(out, _key(out)) != _others(source, _key(out)):
+    if not isinstance(source, dict) or not _same(_others(out, _key(out)), _others(source, _key(out))):
         return False
     read_out, read_in = turns_of(out, schema), turns_of(source, schema)
     if read_out is None or read_in is None:
@@ -100,6 +101,11 @@ def region_of(out: dict[str, Any], shape: Shape, source: Any, schema: RowSchema)
     if shape.region is not None and shape.region != (k, end):
         return False
     return (k, end)
+
+
+def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    # Equal, or equal as JSON text: a NaN read twice is two floats that are not equal to each other.
+    return a == b or json_text(a) == json_text(b)
 
 
 def _key(row: dict[str, Any]) -> str:
