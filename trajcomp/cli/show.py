@@ -94,13 +94,13 @@ def _print(shown, full: bool, as_json: bool, html: Path | None, output: Path) ->
     else:
         from ..reports.row_text import render_rows
 
-        text = render_rows(shown, full)
         if not sys.stdout.isatty():
-            typer.echo(text.plain, nl=False)
+            typer.echo(render_rows(shown, full).plain, nl=False)
             return
         from rich.console import Console
 
         os.environ.setdefault("LESS", "-FRX")  # the pager shows colours, and quits at once when one screen holds all
         console = Console()
+        text = render_rows(shown, full, max(40, console.width - 24))  # 24: the turn's number, role and tokens
         with console.pager(styles=True):
             console.print(text)

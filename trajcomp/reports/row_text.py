@@ -14,15 +14,16 @@ WIDTH = 110  # characters of a line shown, when not --full
 ROLE_STYLES = {"system": "magenta", "human": "cyan", "gpt": "green", "tool": "yellow"}
 
 
-def render_rows(views: Sequence[RowView], full: bool = False) -> Text:
+def render_rows(views: Sequence[RowView], full: bool = False, width: int = WIDTH) -> Text:
+    """The rows; a line of a text shown in part is cut at `width` characters (the terminal's, less the margin)."""
     out = Text()
     for view in views:
-        out.append_text(render_row(view, full))
+        out.append_text(render_row(view, full, width))
         out.append("\n")
     return out
 
 
-def render_row(view: RowView, full: bool) -> Text:
+def render_row(view: RowView, full: bool, width: int = WIDTH) -> Text:
     out = Text()
     title = f"row {view.row}" + (f" · id {view.id}" if view.has_id else "") + f" · {view.status or 'status unknown'}"
     out.append(f"── {title} ", style="bold")
@@ -32,9 +33,9 @@ def render_row(view: RowView, full: bool) -> Text:
         out.append(f"note: {note}\n", style="dim")
     for i, turn in enumerate(view.kept):
         if turn.summary:
-            out.append_text(_summary(i, turn, view, full))
+            out.append_text(_summary(i, turn, view, full, width))
         else:
-            out.append_text(_turn(f"{i + 1:>3}", turn, full, FIRST_LINES))
+            out.append_text(_turn(f"{i + 1:>3}", turn, full, FIRST_LINES, width))
     if view.why is not None:
         out.append("why: ", style="bold red")
         out.append(view.why.text + "\n")
@@ -58,7 +59,7 @@ def _figures(view: RowView) -> str:
     return " · ".join(parts)
 
 
-def _summary(i: int, turn: TurnView, view: RowView, full: bool) -> Text:
+def _summary(i: int, turn: TurnView, view: RowView, full: bool, width: int) -> Text:
     out = Text()
     out.append(f"{i + 1:>3} ▶ summary turn", style="bold reverse")
     out.append(f" {turn.role} {number(turn.tokens)} tokens", style="bold")
@@ -73,11 +74,11 @@ def _summary(i: int, turn: TurnView, view: RowView, full: bool) -> Text:
         out.append("      replaced:\n", style="dim")
         start = view.region[0] if view.region else 0
         for j, old in enumerate(view.replaced):
-            out.append_text(_turn(f"      {start + j + 1:>3}", old, full, 1, style="dim"))
+            out.append_text(_turn(f"      {start + j + 1:>3}", old, full, 1, width - 6, style="dim"))
     return out
 
 
-def _turn(label: str, turn: TurnView, full: bool, lines: int, style: str = "") -> Text:
+def _turn(label: str, turn: TurnView, full: bool, lines: int, width: int, style: str = "") -> Text:
     out = Text()
     out.append(f"{label} ", style=style)
     out.append(f"{turn.role:<6}", style=style or ROLE_STYLES.get(turn.role, ""))
@@ -85,10 +86,10 @@ def _turn(label: str, turn: TurnView, full: bool, lines: int, style: str = "") -
     shown = turn.text.splitlines() or [""]
     if not full and lines == 1:  # one line: the text's words, whatever its line breaks
         flat = " ".join(turn.text.split())
-        shown = [flat[:WIDTH] + ("…" if len(flat) > WIDTH else "")]
+        shown = [flat[:width] + ("…" if len(flat) > width else "")]
     elif not full:
         more = len(shown) > lines
-        shown = [line[:WIDTH] + ("…" if len(line) > WIDTH else "") for line in shown[:lines]]
+        shown = [line[:width] + ("…" if len(line) > width else "") for line in shown[:lines]]
         if more and not shown[-1].endswith("…"):
             shown[-1] += " …"
     pad = " " * (len(label) + 17)
