@@ -111,7 +111,7 @@ def test_why_gives_head_and_tail_tokens_against_the_target(runs, capsys, counter
     assert why["target"] == TARGET and why["head_tokens"] == sum(counts[: why["head_turns"]])
     assert why["tail_tokens"] == sum(counts[len(counts) - why["tail_turns"]:])
     assert why["head_tokens"] + why["tail_tokens"] > TARGET
-    assert f"alone are {why['head_tokens'] + why['tail_tokens']} tokens against a target of {TARGET}" in why["text"]
+    assert f"alone are {why['head_tokens'] + why['tail_tokens']:,} tokens against a target of {TARGET:,}" in why["text"]
     assert "protected_turns.last_n_turns" in why["text"]
 
 

@@ -137,17 +137,17 @@ def why(view: RowView, turns: list[Turn], shape: Shape, params: PlanParams, alte
     if shape.summary is not None:
         k = shape.summary
         head, tail, between = costs[:k], costs[k + 1:], costs[k]
-        what = f"with the summary turn ({between} tokens) the row is {m['compressed_tokens']}"
+        what = f"with the summary turn ({between:,} tokens) the row is {m['compressed_tokens']:,}"
     else:
         roles = [t.role for t in turns]
         start, limit = summarizable(roles, params, alternation_parity(roles) if alternation else None)
         limit = max(start, limit)
         head, tail, between = costs[:start], costs[limit:], sum(costs[start:limit])
-        what = (f"the {_turns(limit - start)} between them ({between} tokens) are no more than a summary would take"
+        what = (f"the {_turns(limit - start)} between them ({between:,} tokens) are no more than a summary would take"
                 if between else "no turn lies between them to summarize")
     fixed = sum(head) + sum(tail)
-    against = f"a target of {target}" if target is not None else "the run's target (no report beside the output names it)"
-    text = (f"the protected head ({_turns(len(head))}) and the last {_turns(len(tail))} alone are {fixed} tokens "
+    against = f"a target of {target:,}" if target is not None else "the run's target (no report beside the output names it)"
+    text = (f"the protected head ({_turns(len(head))}) and the last {_turns(len(tail))} alone are {fixed:,} tokens "
             f"against {against}; {what}. ")
     text += _remedy(m, fixed, target, last_n)
     return Why(text, target, len(head), sum(head), len(tail), sum(tail), between, m.get("error"))
@@ -160,6 +160,9 @@ def _turns(n: int) -> str:
 def _remedy(m: dict[str, Any], fixed: int, target: int | None, last_n: int) -> str:
     if m.get("outcome") == "failed":
         return f"The summary failed: {m.get('error') or 'no error recorded'}."
+    if m.get("outcome") == "summary_too_long":
+        return ("A summary would not have made the row shorter: a shorter one (compression.summary_target_tokens) "
+                "or a higher compression.target_max_tokens would.")
     if not m.get("cannot_fit"):
         return (f"More of the row could be summarized: {m.get('passes')} passes were made; a higher "
                 "compression.max_passes would make more.")

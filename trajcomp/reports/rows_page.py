@@ -15,7 +15,7 @@ from .numbers import number
 from .row_view import RowView, TurnView
 
 CSS = """
-nav.rows{font-size:14px;color:var(--muted)}nav.rows a{margin-right:10px}
+a{color:var(--s1)}nav.rows{font-size:14px;color:var(--muted)}nav.rows a{margin-right:10px}
 section.row{border-top:1px solid var(--line);margin-top:24px}
 .pair{display:grid;grid-template-columns:1fr 1fr;gap:6px 14px}.pair.one{grid-template-columns:1fr}
 .col-head{font-weight:600;color:var(--muted);font-size:13px}
