@@ -86,8 +86,10 @@ def region_of(out: dict[str, Any], shape: Shape, source: Any, schema: RowSchema)
     if read_out is None or read_in is None:
         return False
     (o_native, o_turns), (i_native, i_turns) = read_out, read_in
+    if o_native == i_native:  # unchanged (a row without metrics may hold an earlier run's summary turn)
+        return None if shape.region is None else False
     if shape.summary is None:
-        return None if o_native == i_native else False
+        return False
     k, tail = shape.summary, len(o_native) - shape.summary - 1
     tail_start = len(i_native) - tail
     if tail_start <= k or o_native[k + 1:] != i_native[tail_start:]:
