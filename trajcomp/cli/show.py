@@ -38,8 +38,8 @@ def show(
 ) -> None:
     """Show rows of a compressed output: metrics, turns with their tokens, the summary turn, the turns it replaced.
 
-    Colours and a pager on a terminal, plain text otherwise. Output rows are paired with
-    --input rows by content, in order (see the README), whatever was rejected, sampled or sharded.
+    Colours and a pager on a terminal, plain text otherwise. Output rows are paired with --input rows
+    by content, in order (see the README), whatever was rejected, sampled or sharded.
 
     JSON keys (--json), one object per row:
       row (1-based position in OUTPUT), id (when the rows have one), status,
