@@ -119,7 +119,7 @@ def test_s3_in_and_out_writes_what_a_local_path_run_writes(s3, tmp_path, engine)
     assert remote.code == 0, remote.stderr
     assert keys(fs, f"bucket/{engine}") == [f"bucket/{engine}/{name}" for name in
                                              ("in.jsonl", "out.jsonl", "out_metrics.html", "out_metrics.json",
-                                              "out_rejects.jsonl")]  # and nothing under a hidden name
+                                              "out_rejects.jsonl", "out_rows.html")]  # and nothing under a hidden name
     assert get(fs, f"bucket/{engine}/out.jsonl") == (tmp_path / "out.jsonl").read_bytes()
     clean = run_cli("compress", f"s3://bucket/{engine}/out.jsonl", "-c", str(CONFIG), "-o",
                     f"s3://bucket/{engine}/out_again.jsonl", "-q", env=env)  # no rejects this time

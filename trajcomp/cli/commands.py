@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -197,7 +198,8 @@ def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool, html: b
         )
         raise typer.Exit(EXIT_TERMINATED if isinstance(exc, _Terminated) else EXIT_INTERRUPTED)
     cached = ": summaries already made come from the cache" if cfg.cache else ""
-    _finish(result.report, layout, quiet, as_json, html, f"run the same command again to retry them{cached}", staged)
+    rows = (counter, cfg) if html else None
+    _finish(result.report, layout, quiet, as_json, rows, f"run the same command again to retry them{cached}", staged)
 
 
 def _resume_hint(layout) -> str:
@@ -206,9 +208,10 @@ def _resume_hint(layout) -> str:
     return f"; finished parts are kept in {layout.work}: run the same command again to resume"
 
 
-def _finish(report, layout, quiet: bool, as_json: bool, html: bool, retry: str, staged) -> None:
-    """Write the page if asked, upload what a run into object storage wrote, print the report; exit 1
-    when a whole file was rejected, 3 when some rows' summaries could not be had."""
+def _finish(report, layout, quiet: bool, as_json: bool, html, retry: str, staged) -> None:
+    """Write the pages if asked (`html`: the run's counter and config), upload what a run into object
+    storage wrote, print the report; exit 1 when a whole file was rejected, 3 when some rows' summaries
+    could not be had."""
     from ..formats.base import write_json
     from ..reports.text import render_report
 
@@ -216,13 +219,9 @@ def _finish(report, layout, quiet: bool, as_json: bool, html: bool, retry: str, 
     if staged.output_uri is not None:
         staged.rename(report.processing)
         write_json(layout.report, report.to_dict(), indent=2)
-    if page is not None:
-        from ..reports.markup import write_page
-        from ..reports.page import report_page
-
-        write_page(page, report_page(report))
+    pages = [page, *_pages(report, layout, page, *html)] if page is not None else []
     try:
-        staged.upload([*(job.output for job in layout.files), layout.rejects, layout.report, *([page] if page else [])])
+        staged.upload([*(job.output for job in layout.files), layout.rejects, layout.report, *pages])
     except OSError as exc:
         fail(f"cannot upload to {staged.output_uri}: {exc}; the run's files are in {layout.report.parent}", EXIT_FAILED)
     if as_json:
@@ -235,6 +234,32 @@ def _finish(report, layout, quiet: bool, as_json: bool, html: bool, retry: str, 
     failed = report.summary.trajectories_failed + report.rows.reject_reasons.get("summary_failed", 0)
     if failed:
         fail(f"{failed} rows could not be summarized (see the report); {retry}", EXIT_ROWS_FAILED)
+
+
+def _pages(report, layout, page: Path, counter, cfg) -> list[Path]:
+    """The report's page and, beside it, the page of some of its rows (linked from it); the rows' page
+    is left out, with a warning, when its rows cannot be read or paired: the run itself is done."""
+    from ..formats.base import InputError
+    from ..reports.markup import write_page
+    from ..reports.page import report_page
+    from ..reports.pairing import PairingError
+    from ..reports.rows import Run, rows_page_path, run_views
+    from ..reports.rows_page import rows_page
+
+    rows = rows_page_path(layout.report)
+    try:
+        files = [([job.input], job.output) for job in layout.files if job.output.exists()]
+        shown = run_views(files, counter, Run(cfg, report, layout.report))
+        write_page(rows, rows_page(shown, f"rows of {', '.join(o.name for _, o in files)}", ROWS_NOTE))
+    except (InputError, PairingError, OSError) as exc:
+        typer.echo(f"trajcomp: warning: no page of rows: {exc}", err=True)
+        rows = None
+    write_page(page, report_page(report, rows.name if rows else None))
+    return [rows] if rows else []
+
+
+ROWS_NOTE = ("Up to 20 rows of the run: every failed one, the worst still over the limit and a sample of the "
+             "compressed ones. trajcomp show picks others.")
 
 
 class _Terminated(Exception):
@@ -287,6 +312,7 @@ def report_command(
     from ..reports.markup import write_page
     from ..reports.page import report_page
     from ..reports.reading import load
+    from ..reports.rows import rows_page_path
     from ..reports.schema import NotAReport
 
     try:
@@ -294,8 +320,10 @@ def report_command(
     except NotAReport as exc:
         fail(str(exc))
     page = output or report.with_suffix(".html")
+    rows = rows_page_path(report)  # compress --html's page of rows: linked when it is there
+    link = os.path.relpath(rows, page.resolve().parent) if rows.exists() else None
     try:
-        write_page(page, report_page(loaded))
+        write_page(page, report_page(loaded, link))
     except OSError as exc:
         fail(f"cannot write {page}: {exc.strerror or exc}")
     typer.echo(str(page))
@@ -304,9 +332,11 @@ def report_command(
 # Commands kept in their own modules; registered here so `python -m trajcomp.cli` has them too.
 from .batch import batch_app as _batch_app  # noqa: E402
 from .compare import compare as _compare  # noqa: E402
+from .show import show as _show  # noqa: E402
 from .stats import stats as _stats  # noqa: E402
 
 app.command("stats")(_stats)
 app.command("compare")(_compare)
 app.add_typer(_batch_app, name="batch")
+app.command("show")(_show)
 

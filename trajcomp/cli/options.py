@@ -97,7 +97,9 @@ DryRun = Annotated[bool, typer.Option("--dry-run", help="Read, count and plan on
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no text report.")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout.")]
 Html = Annotated[bool, typer.Option(
-    "--html", help="Also write the report as an HTML page beside it (<report>.html).",
+    "--html", help="Also write the report as an HTML page beside it (<report>.html), and a page of up to 20 of "
+        "its rows before and after (<stem>_rows.html: every failed one, the worst still over the limit, a sample "
+        "of compressed ones), linked from it.",
 )]
 Engine = Annotated[str, typer.Option(
     help="local (this machine) or ray (rows compressed by Ray actors across a cluster; needs trajcomp[ray]); both resume.",

@@ -61,10 +61,8 @@ def plan(roles: Sequence[str], counts: Sequence[int], params: PlanParams, fixed:
     total = fixed + sum(counts)
     if total <= params.target_max_tokens:
         return Plan(Decision.SKIPPED_UNDER_TARGET, total)
-    tail_start = max(0, n - params.protect_last_n_turns)
     parity = alternation_parity(roles) if params.alternation else None
-    start = _region_start(roles, _head_end(roles, params, tail_start), tail_start, parity)
-    limit = _region_limit(roles, start, tail_start, parity)
+    start, limit = summarizable(roles, params, parity)
     if start >= limit:
         return Plan(Decision.NOTHING_TO_COMPRESS, total, cannot_fit=True)
     need = total - params.target_max_tokens + params.summary_tokens
@@ -73,6 +71,14 @@ def plan(roles: Sequence[str], counts: Sequence[int], params: PlanParams, fixed:
         return Plan(Decision.NO_NET_SAVINGS, total, start, end, region_tokens, cannot_fit=True, limit=limit)
     merge = end < n and roles[end] == "human"
     return Plan(Decision.COMPRESS, total, start, end, region_tokens, merge, region_tokens < need, limit)
+
+
+def summarizable(roles: Sequence[str], params: PlanParams, parity: int | None = None) -> tuple[int, int]:
+    """[start, limit): the turns a summary may replace; those before are the protected head, those
+    after the protected tail (empty when start >= limit)."""
+    tail_start = max(0, len(roles) - params.protect_last_n_turns)
+    start = _region_start(roles, _head_end(roles, params, tail_start), tail_start, parity)
+    return start, _region_limit(roles, start, tail_start, parity)
 
 
 def _head_end(roles: Sequence[str], params: PlanParams, tail_start: int) -> int:

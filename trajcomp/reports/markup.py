@@ -46,11 +46,12 @@ ul.callouts{padding-left:18px}.callouts li.good .verdict{color:var(--good);font-
 """
 
 
-def document(title: str, body: list[str]) -> str:
+def document(title: str, body: list[str], css: str = "") -> str:
+    """The page: the shared stylesheet, then a page's own `css`, around `body`."""
     return (
         "<!doctype html>\n<html lang=en><head><meta charset=utf-8>"
         '<meta name=viewport content="width=device-width, initial-scale=1">'
-        f"<title>{escape(title)}</title><style>{CSS}</style></head><body>"
+        f"<title>{escape(title)}</title><style>{CSS}{css}</style></head><body>"
         + "\n".join(b for b in body if b)
         + "\n<footer class=note>Written by trajcomp; this page fetches nothing and runs no script.</footer></body></html>\n"
     )

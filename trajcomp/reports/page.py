@@ -16,10 +16,13 @@ from .schema import Report
 from .text import run_letters
 
 
-def report_page(r: Report) -> str:
+def report_page(r: Report, rows_page: str | None = None) -> str:
+    """The report's page; `rows_page`: the page of the run's rows beside it, linked from the header."""
     name = _run_name(r)
     target = r.target_max_tokens
-    body = [f"<header><h1>trajcomp report</h1><p class=sub>{escape(name)}</p></header>", _key_figures(r)]
+    rows = (f'<p class=sub><a id=rows-link href="{escape(rows_page)}">Rows before and after compression</a></p>'
+            if rows_page else "")
+    body = [f"<header><h1>trajcomp report</h1><p class=sub>{escape(name)}</p>{rows}</header>", _key_figures(r)]
     body.append(lengths_figure([r], ["run"], target))
     if r.compression_ratios is not None:
         body.append(ratio_figure([r], ["run"]))

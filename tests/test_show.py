@@ -1,0 +1,215 @@
+"""`trajcomp show`: rows of an output paired with their input rows, counted, explained, as text, JSON and pages.
+
+The runs are made in this process (`main`, as the console script calls it): a CLI subprocess costs
+~2 s of start-up, and only one test needs the real one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from browser import dump_dom, parse, screenshot
+from conftest import DEMO_TOKENIZER, read_jsonl, run_cli
+from test_cli import hermes_rows, write_lines
+from trajcomp.cli.commands import main
+from trajcomp.core.tokens import TokenCounter
+from trajcomp.reports.pairing import PairingError
+from trajcomp.reports.rows import Choice, run_of, views
+
+TARGET = 2500
+BUDGET = ("--tokenizer", str(DEMO_TOKENIZER), "--target-max-tokens", str(TARGET), "--summary-target-tokens", "200")
+BAD = ["{not json", json.dumps({"id": "bad", "messages": "nope"})]
+HIGHLIGHT = (0xD4, 0xA7, 0x2C)  # --s2 in light mode: the replaced turns and their summary
+
+
+def cli(*args: str) -> int:
+    """`trajcomp ARGS` in this process; its exit code."""
+    with pytest.raises(SystemExit) as done:
+        main([str(a) for a in args])
+    return done.value.code
+
+
+@pytest.fixture(scope="module")
+def counter():
+    return TokenCounter(str(DEMO_TOKENIZER))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """One input with bad lines among its rows, compressed whole (--html), sampled, as a shard, and with no metrics."""
+    d = tmp_path_factory.mktemp("show")
+    rows = [{**row, "id": f"r{i}"} for i, row in enumerate(hermes_rows(14, seed=3))]
+    lines = rows[:3] + [BAD[0]] + rows[3:9] + [BAD[1]] + rows[9:]
+    src = write_lines(d / "in.jsonl", lines)
+    line_of = {row["id"]: n for n, row in enumerate(lines, 1) if isinstance(row, dict)}
+    (d / "nometrics.yaml").write_text("metrics:\n  per_trajectory: false\n", encoding="utf-8")
+    assert cli("compress", src, "-o", d / "out.jsonl", *BUDGET, "--html", "-q") == 0
+    assert cli("compress", src, "-o", d / "sample.jsonl", *BUDGET, "--sample-percent", "50", "--seed", "4", "-q") == 0
+    assert cli("compress", src, "-o", d / "shard.jsonl", *BUDGET, "--num-shards", "2", "--shard-index", "1", "-q") == 0
+    assert cli("compress", src, "-o", d / "plain.jsonl", *BUDGET, "-c", d / "nometrics.yaml", "-q") == 0
+    return d, src, line_of
+
+
+def parsed(path: Path) -> list[dict]:
+    """The lines of `path` that are JSON objects (the input's bad lines left out)."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.startswith('{"')]
+
+
+def shown_json(capsys, *args) -> list[dict]:
+    capsys.readouterr()
+    assert cli("show", *args, "--json") == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_show_prints_the_summary_and_the_turns_it_replaced(runs):
+    d, src, _ = runs
+    row = next(r for r in read_jsonl(d / "out.jsonl") if r["compression_metrics"]["status"] == "compressed")
+    m = row["compression_metrics"]
+    res = run_cli("show", str(d / "out.jsonl"), "--id", row["id"], "--input", str(src))
+    assert res.code == 0, res.stderr
+    start, end = m["compression_region"]["start_idx"], m["compression_region"]["end_idx"]
+    summary = row["conversations"][start]["value"]
+    assert f"{m['original_tokens']:,} → {m['compressed_tokens']:,} (target {TARGET:,})" in res.stdout
+    assert "summary turn human" in res.stdout and f"in place of input turns {start + 1}–{end}" in res.stdout
+    assert all(line in res.stdout for line in summary.splitlines()), "the summary in full"
+    assert "replaced:" in res.stdout and "\x1b[" not in res.stdout, "plain text off a terminal"
+
+
+def test_json_fields_equal_a_recount(runs, capsys, counter):
+    d, src, line_of = runs
+    inputs = {r["id"]: r for r in parsed(src) if isinstance(r.get("conversations"), list)}
+    outputs = {r["id"]: r for r in read_jsonl(d / "out.jsonl")}
+    shown = shown_json(capsys, d / "out.jsonl", "--input", src, "--status", "compressed", "--limit", "3")
+    assert len(shown) == 3
+    for item in shown:
+        assert set(item) == {"row", "id", "status", "tokens_before", "tokens_after", "summary", "kept", "replaced", "input", "why"}
+        out, inp = outputs[item["id"]], inputs[item["id"]]
+        assert item["input"] == f"in.jsonl:{line_of[item['id']]}" and item["status"] == "compressed"
+        kept = [t["value"] for t in out["conversations"]]
+        assert [t["tokens"] for t in item["kept"]] == counter.count(kept)
+        assert item["tokens_after"] == sum(counter.count(kept))
+        assert item["tokens_before"] == sum(counter.count([t["value"] for t in inp["conversations"]]))
+        region = out["compression_metrics"]["compression_region"]
+        replaced = inp["conversations"][region["start_idx"]:region["end_idx"]]
+        assert [t["value"] for t in item["replaced"]] == [t["value"] for t in replaced]
+        assert [t["tokens"] for t in item["replaced"]] == counter.count([t["value"] for t in replaced])
+        assert item["summary"] == kept[region["start_idx"]] and item["summary"].startswith("[CONTEXT SUMMARY]:")
+        assert [t["summary"] for t in item["kept"]].count(True) == 1 and item["why"] is None
+
+
+def test_why_gives_head_and_tail_tokens_against_the_target(runs, capsys, counter):
+    d, _, _ = runs
+    shown = shown_json(capsys, d / "out.jsonl", "--status", "cannot_fit", "--limit", "1")
+    (item,) = shown
+    why = item["why"]
+    out = next(r for r in read_jsonl(d / "out.jsonl") if r["id"] == item["id"])
+    counts = counter.count([t["value"] for t in out["conversations"]])
+    assert why["target"] == TARGET and why["head_tokens"] == sum(counts[: why["head_turns"]])
+    assert why["tail_tokens"] == sum(counts[len(counts) - why["tail_turns"]:])
+    assert why["head_tokens"] + why["tail_tokens"] > TARGET
+    assert f"alone are {why['head_tokens'] + why['tail_tokens']:,} tokens against a target of {TARGET:,}" in why["text"]
+    assert "protected_turns.last_n_turns" in why["text"]
+
+
+def test_why_of_a_failed_row_names_its_error(tmp_path, counter):
+    row = {"id": "f", "conversations": [{"from": "human", "value": "hi " * 50}, {"from": "gpt", "value": "ok " * 50}],
+           "compression_metrics": {"outcome": "failed", "status": "failed", "still_over_limit": True,
+                                   "original_tokens": 100, "compressed_tokens": 100, "error": "timeout after 300s"}}
+    write_lines(tmp_path / "f.jsonl", [row])
+    (view,) = views(tmp_path / "f.jsonl", [], Choice(status="failed"), counter, run_of(tmp_path / "f.jsonl"))
+    assert view.status == "failed" and "The summary failed: timeout after 300s" in view.why.text
+
+
+@pytest.mark.parametrize("output", ["out.jsonl", "sample.jsonl", "shard.jsonl"])
+def test_rows_are_paired_after_rejects_sampling_and_shards(runs, counter, output):
+    d, src, line_of = runs
+    outs = read_jsonl(d / output)
+    assert 0 < len(outs) < 14 or output == "out.jsonl"
+    every = tuple(range(1, len(outs) + 1))
+    shown = views(d / output, [src], Choice(positions=every), counter, run_of(d / output))
+    assert [v.input_where for v in shown] == [f"in.jsonl:{line_of[r['id']]}" for r in outs]
+
+
+def test_a_mismatched_input_is_refused(runs, capsys, tmp_path):
+    d, src, _ = runs
+    rows = parsed(src)
+    reordered = write_lines(tmp_path / "reordered.jsonl", rows[::-1])
+    edited = write_lines(tmp_path / "edited.jsonl", [{**r, "reward": -1} if r.get("id") == "r5" else r for r in rows])
+    for wrong in (reordered, edited):
+        capsys.readouterr()
+        assert cli("show", d / "out.jsonl", "--input", wrong, "--row", "14", "--json") == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "matches no input row" in err and "not the one this output" in err
+
+
+@pytest.mark.parametrize("args, said", [
+    (("--id", "nope"), "no row with id 'nope' in the output: it has 14 rows, ids such as r0"),
+    (("--row", "99"), "no row 99 in the output: it has rows 1 to 14"),
+    (("--status", "failed"), "no row has status failed: the output has"),
+    (("--status", "bogus"), "--status must be one of"),
+])
+def test_unknown_rows_exit_2_with_one_line(runs, capsys, args, said):
+    d, _, _ = runs
+    capsys.readouterr()
+    assert cli("show", d / "out.jsonl", *args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and said in err, err
+
+
+def test_an_output_without_metrics(runs, capsys, counter):
+    d, src, _ = runs
+    plain = read_jsonl(d / "plain.jsonl")
+    assert all("compression_metrics" not in r for r in plain)
+    position = next(i for i, r in enumerate(plain, 1) if any(t["value"].startswith("[CONTEXT SUMMARY]") for t in r["conversations"]))
+    (item,) = shown_json(capsys, d / "plain.jsonl", "--row", str(position), "--input", src)
+    assert item["status"] is None and item["summary"].startswith("[CONTEXT SUMMARY]") and item["replaced"]
+    source = next(r for r in parsed(src) if r["id"] == item["id"])
+    assert item["tokens_before"] == sum(counter.count([t["value"] for t in source["conversations"]]))
+    assert cli("show", d / "plain.jsonl", "--row", str(position)) == 0
+    assert "cannot be known" in capsys.readouterr().out
+    assert cli("show", d / "plain.jsonl", "--status", "compressed") == 2
+    assert "statuses are unknown" in capsys.readouterr().err
+
+
+def test_both_pages_render_offline_with_the_replaced_turns_highlighted(runs, tmp_path):
+    d, src, _ = runs
+    assert 'href="out_rows.html"' in (d / "out_metrics.html").read_text(encoding="utf-8")
+    assert cli("show", d / "out.jsonl", "--input", src, "--status", "compressed", "--limit", "2",
+               "--html", tmp_path / "rows.html") == 0
+    for page in (d / "out_rows.html", tmp_path / "rows.html"):
+        text = page.read_text(encoding="utf-8")
+        assert "<script" not in text and "url(" not in text and not re.search(r"\s(src|srcset|action|data)=", text)
+        assert all(tag.startswith("<a ") for tag in re.findall(r"<[a-z]+[^>]*\shref=", text)), "links, never fetched"
+        # the browser's DOM of one page; the other is rendered below, its markup read as written
+        dom = dump_dom(page) if page.name == "out_rows.html" else parse(text)
+        rows = dom.find_all("section", class_="row")
+        assert rows and any(s.find_all("div", class_="cell replaced") for s in rows)
+        for section in rows:
+            for region in section.find_all("div", class_="cell replaced"):
+                link = region.find("a", class_="tie")
+                summary = dom.find("div", id=link.attrs["href"][1:])
+                assert "summary" in summary.classes() and summary.find("div", class_="turn summary")
+    image = screenshot(tmp_path / "rows.html", tmp_path / "shot.png", 1000, 1400)
+    assert image.count((0, 200, 1000, 1400), HIGHLIGHT) > 200, "the replaced turns and their summary are highlighted"
+
+
+def test_openai_rows_are_paired_and_shown(tmp_path, counter):
+    from test_openai_rows import agent_row
+
+    rows = [{**agent_row(), "id": f"o{i}"} for i in range(2)]
+    src = write_lines(tmp_path / "in.jsonl", [rows[0], "{not json", rows[1]])
+    assert cli("compress", src, "-o", tmp_path / "out.jsonl", "--tokenizer", DEMO_TOKENIZER, "--target-max-tokens",
+               "1000", "--summary-target-tokens", "80", "-q") == 0
+    out = tmp_path / "out.jsonl"
+    shown = views(out, [src], Choice(positions=(1, 2)), counter, run_of(out))
+    assert [v.input_where for v in shown] == ["in.jsonl:1", "in.jsonl:3"]
+    for view, row in zip(shown, read_jsonl(out)):
+        region = row["compression_metrics"]["compression_region"]
+        start, end = view.region
+        assert (start, end) == (region["start_idx"], region["end_idx"])
+        assert view.kept[start].summary and len(view.replaced) == end - start > 0
+        assert [t.role for t in view.input_turns[:start]] == [t.role for t in view.kept[:start]]

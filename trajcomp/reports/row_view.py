@@ -1,0 +1,173 @@
+"""One output row as `show` presents it: its turns counted, the summary turn marked, the turns it
+replaced (given the input) and, for a row still over the limit, why in numbers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from ..core.planner import PlanParams, alternation_parity, summarizable
+from ..core.rows import RowSchema, Turn
+from .pairing import METRICS_KEY, Paired, Shape, shape_of, turns_of
+
+
+@dataclass(frozen=True)
+class TurnView:
+    role: str  # the planner's role: system, human, gpt or tool
+    text: str
+    tokens: int
+    summary: bool = False
+
+
+@dataclass(frozen=True)
+class Why:
+    """Why a row is still over the limit: the turns no summary may replace (the protected head and
+    tail) against the target, what lies between them, and the setting that would change it."""
+
+    text: str
+    target: int | None  # None: no report beside the output names it
+    head_turns: int
+    head_tokens: int
+    tail_turns: int
+    tail_tokens: int
+    between_tokens: int  # the summary turn's, or the turns between head and tail when nothing was summarized
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+@dataclass
+class RowView:
+    row: int  # 1-based position in the output
+    id: Any
+    metrics: dict[str, Any] | None
+    status: str | None
+    kept: list[TurnView]
+    source: str = ""  # the output file
+    input_where: str | None = None  # file:line of the input row, when paired
+    replaced: list[TurnView] | None = None  # with the input: its turns the summary replaced
+    input_turns: list[TurnView] | None = None
+    region: tuple[int, int] | None = None
+    why: Why | None = None
+    target: int | None = None
+    has_id: bool = False
+    notes: list[str] = field(default_factory=list)  # what cannot be known about this row
+
+    @property
+    def summary_index(self) -> int | None:
+        return next((i for i, t in enumerate(self.kept) if t.summary), None)
+
+    @property
+    def tokens_before(self) -> int | None:
+        if self.metrics is not None:
+            return self.metrics.get("original_tokens")
+        return sum(t.tokens for t in self.input_turns) if self.input_turns is not None else None
+
+    @property
+    def tokens_after(self) -> int:
+        return self.metrics.get("compressed_tokens") if self.metrics is not None else sum(t.tokens for t in self.kept)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row as `show --json` prints it."""
+        k = self.summary_index
+        out: dict[str, Any] = {"row": self.row}
+        if self.has_id:
+            out["id"] = self.id
+        out.update({
+            "status": self.status, "tokens_before": self.tokens_before, "tokens_after": self.tokens_after,
+            "summary": self.kept[k].text if k is not None else None,
+            "kept": [{"role": t.role, "tokens": t.tokens, "summary": t.summary} for t in self.kept],
+        })
+        if self.replaced is not None:
+            out["replaced"] = [{"role": t.role, "tokens": t.tokens, "value": t.text} for t in self.replaced]
+            out["input"] = self.input_where
+        out["why"] = self.why.to_dict() if self.why else None
+        return out
+
+
+def build_views(rows: Sequence[tuple[int, dict[str, Any], Paired | None]], counter, schema: RowSchema,
+                params: PlanParams, prefix: str, target: int | None, source: str = "") -> list[RowView]:
+    """Views of the rows (position, output row, its input when paired), every turn counted in one call;
+    `target`: the run's target_max_tokens, when its report is at hand."""
+    read = [(turns_of(out, schema) or ([], []))[1] for _, out, _ in rows]
+    read_in = [(turns_of(p.row, schema) or ([], []))[1] if p else [] for _, _, p in rows]
+    texts = [t.text for turns in read + read_in for t in turns]
+    counts = iter(counter.count(texts))
+    counted = [[next(counts) for _ in turns] for turns in read + read_in]
+    views = []
+    for i, (position, out, paired) in enumerate(rows):
+        metrics = out.get(METRICS_KEY) if isinstance(out.get(METRICS_KEY), dict) else None
+        shape = shape_of(metrics, read[i], prefix)
+        kept = [TurnView(t.role, t.text, n, j == shape.summary) for j, (t, n) in enumerate(zip(read[i], counted[i]))]
+        view = RowView(position, out.get("id"), metrics, _status(metrics), kept, source, target=target,
+                       has_id="id" in out)
+        if paired is not None:
+            inputs = [TurnView(t.role, t.text, n) for t, n in zip(read_in[i], counted[len(rows) + i])]
+            view.input_where, view.input_turns, view.region = paired.where, inputs, paired.region
+            view.replaced = inputs[paired.region[0]:paired.region[1]] if paired.region else []
+        _explain(view, read[i], shape, params, schema.adapter(out).alternation)
+        views.append(view)
+    return views
+
+
+def _status(metrics: dict[str, Any] | None) -> str | None:
+    if metrics is None:
+        return None
+    status = metrics.get("status")
+    return "still_over_limit" if status == "still_over" else status
+
+
+def _explain(view: RowView, turns: list[Turn], shape: Shape, params: PlanParams, alternation: bool) -> None:
+    if view.metrics is None:
+        view.notes.append(f"the row has no {METRICS_KEY} (metrics.per_trajectory was false): its status, the "
+                          "target, passes and identifier retention cannot be known; the summary turn is found by "
+                          "its prefix" + ("" if view.input_turns is not None else
+                                          ", and the tokens before and the replaced turns need --input"))
+        return
+    if view.metrics.get("still_over_limit"):
+        view.why = why(view, turns, shape, params, alternation)
+
+
+def why(view: RowView, turns: list[Turn], shape: Shape, params: PlanParams, alternation: bool) -> Why:
+    """The numbers behind a row still over the limit."""
+    m, costs = view.metrics, [t.tokens for t in view.kept]
+    target = view.target
+    last_n = params.protect_last_n_turns
+    if shape.summary is not None:
+        k = shape.summary
+        head, tail, between = costs[:k], costs[k + 1:], costs[k]
+        what = f"with the summary turn ({between:,} tokens) the row is {m['compressed_tokens']:,}"
+    else:
+        roles = [t.role for t in turns]
+        start, limit = summarizable(roles, params, alternation_parity(roles) if alternation else None)
+        limit = max(start, limit)
+        head, tail, between = costs[:start], costs[limit:], sum(costs[start:limit])
+        what = (f"the {_turns(limit - start)} between them ({between:,} tokens) are no more than a summary would take"
+                if between else "no turn lies between them to summarize")
+    fixed = sum(head) + sum(tail)
+    against = f"a target of {target:,}" if target is not None else "the run's target (no report beside the output names it)"
+    text = (f"the protected head ({_turns(len(head))}) and the last {_turns(len(tail))} alone are {fixed:,} tokens "
+            f"against {against}; {what}. ")
+    text += _remedy(m, fixed, target, last_n)
+    return Why(text, target, len(head), sum(head), len(tail), sum(tail), between, m.get("error"))
+
+
+def _turns(n: int) -> str:
+    return f"{n} turn" if n == 1 else f"{n} turns"
+
+
+def _remedy(m: dict[str, Any], fixed: int, target: int | None, last_n: int) -> str:
+    if m.get("outcome") == "failed":
+        return f"The summary failed: {m.get('error') or 'no error recorded'}."
+    if m.get("outcome") == "summary_too_long":
+        return ("A summary would not have made the row shorter: a shorter one (compression.summary_target_tokens) "
+                "or a higher compression.target_max_tokens would.")
+    if not m.get("cannot_fit"):
+        return (f"More of the row could be summarized: {m.get('passes')} passes were made; a higher "
+                "compression.max_passes would make more.")
+    if target is None or fixed > target:
+        return (f"No summary can fit it: lower protected_turns.last_n_turns (now {last_n}), protect fewer head "
+                "turns (protected_turns.first_*) or raise compression.target_max_tokens.")
+    return ("Everything between them is summarized: a shorter summary (compression.summary_target_tokens) or a "
+            "higher compression.target_max_tokens would fit it.")
