@@ -322,3 +322,10 @@ def test_cli_checks_none_is_reported_and_a_bad_value_exits_2(srv, data, tmp_path
     bad = run_cli("compress", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "b.jsonl"),
                   "--tokenizer", str(bpe_tokenizer), "--summary-checks", "refusals")
     assert bad.code == 2 and len(bad.stderr.strip().splitlines()) == 1 and "refusals" in bad.stderr
+
+
+def test_one_long_line_that_opens_as_a_heading_is_not_a_label():
+    from trajcomp.summarizers.checks import is_label
+
+    assert is_label("## Goal\n## Completed Actions") and is_label("Summary:")
+    assert not is_label("## Turn 1 the assistant ran pytest -x tests/ and 3 tests failed in src/parser.py, then fixed it")

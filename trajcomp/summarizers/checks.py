@@ -195,7 +195,9 @@ def is_label(text: str) -> bool:
         return True
     if " ".join(re.sub(r"[#*_`:：.\-\s]+", " ", text).split()).lower() in LABELS:
         return True
-    return all(HEADING.match(line) or (line.endswith((":", "：")) and len(line) <= 60) for line in lines)
+    # a heading is a label when short: one long line that opens with "## " still says something
+    return all((HEADING.match(line) and len(line) <= 80) or (line.endswith((":", "：")) and len(line) <= 60)
+               for line in lines)
 
 
 def stated_budget(system: str, user: str, body: dict[str, Any]) -> int:
