@@ -118,8 +118,9 @@ def created_before_recorded(case: Case, server: ServerThread) -> dict:
     return {"exported": exported, "again": again}
 
 
-def export_run_import(case: Case, server: ServerThread, url: str) -> dict:
-    """batch export -> scripts/run_batch.py against the server -> batch import -> export -> compress --batch."""
+def export_run_import(case: Case, server: ServerThread, url: str, then_plain: bool = False) -> dict:
+    """batch export -> scripts/run_batch.py against the server -> batch import -> export -> compress --batch
+    (`then_plain`: straight after the import, compress without --batch, the server there to be called)."""
     common = ["--tokenizer", str(case.tokenizer), "-c", str(case.folder / "cfg.yaml"), "--cache-dir",
               str(case.folder / "cache"), "--summarizer", "openai"]
     shape = ["--target-max-tokens", str(TARGET), "--summary-target-tokens", str(SUMMARY_TARGET), "--model", MODEL]
@@ -128,6 +129,11 @@ def export_run_import(case: Case, server: ServerThread, url: str) -> dict:
     ran = subprocess.run([sys.executable, str(ROOT / "scripts" / "run_batch.py"), "-i", str(requests), "-o",
                           str(results), "--base-url", server.base_url], capture_output=True, text=True, timeout=120)
     imported = run_cli("batch", "import", str(results), *common)
+    if then_plain:
+        before = server.stats.requests
+        plain = run_cli(*compress_args(case.folder, case.tokenizer, server.base_url, "out.jsonl", "--cache-dir",
+                                       str(case.folder / "cache")))
+        return {"imported": imported, "plain": plain, "calls": server.stats.requests - before}
     again = run_cli("batch", "export", str(case.folder / "in.jsonl"), "-o", str(case.folder / "again.jsonl"),
                     *common, *shape)
     written = run_cli(*compress_args(case.folder, case.tokenizer, url, "out.jsonl", "--batch", "--cache-dir",
@@ -145,13 +151,13 @@ def runs(tmp_path_factory, bpe_tokenizer):
         "long_online": ServerThread(**overshoot), "long_batch": ServerThread(**overshoot),
         "faults": ServerThread(fail_first_n=3, batch_expire_first_n=1), "down": ServerThread(fail_first_n=10_000),
         "runner": ServerThread(), "workers": ServerThread(), "unrecorded": ServerThread(),
-        "checks_online": ServerThread(**refusing_first), "checks_batch": ServerThread(**refusing_first),
+        "checks_online": ServerThread(**refusing_first), "plain_runner": ServerThread(), "checks_batch": ServerThread(**refusing_first),
     }
     for server in servers.values():
         server.__enter__()
     refusing, nowhere = refusing_url()
-    plain, kill, faults, down, files, unrecorded, checks = (
-        case(n) for n in ("plain", "kill", "faults", "down", "files", "unrecorded", "checks"))
+    plain, kill, faults, down, files, unrecorded, checks, imported = (
+        case(n) for n in ("plain", "kill", "faults", "down", "files", "unrecorded", "checks", "imported"))
     long = case("long", max_requests=4)  # a round of 6 requests: two batches
     jobs = {
         "online": lambda: plain.run(servers["online"].base_url, "online.jsonl"),
@@ -163,6 +169,7 @@ def runs(tmp_path_factory, bpe_tokenizer):
         "faults": lambda: faults.run(servers["faults"].base_url, "out.jsonl", "--batch", "--max-retries", "2"),
         "down": lambda: down.run(servers["down"].base_url, "out.jsonl", "--batch", "--max-retries", "1"),
         "files": lambda: export_run_import(files, servers["runner"], nowhere),
+        "imported": lambda: export_run_import(imported, servers["plain_runner"], nowhere, then_plain=True),
         "unrecorded": lambda: created_before_recorded(unrecorded, servers["unrecorded"]),
         "checks_online": lambda: checks.run(servers["checks_online"].base_url, "online.jsonl"),
         "checks_batch": lambda: checks.run(servers["checks_batch"].base_url, "batch.jsonl", "--batch"),
@@ -177,7 +184,7 @@ def runs(tmp_path_factory, bpe_tokenizer):
         for server in servers.values():
             server.__exit__(None, None, None)
     done["cases"] = {"plain": plain, "long": long, "kill": kill, "faults": faults, "down": down, "files": files,
-                     "unrecorded": unrecorded, "checks": checks}
+                     "unrecorded": unrecorded, "checks": checks, "imported": imported}
     return done
 
 
@@ -329,3 +336,12 @@ def test_the_report_text_page_and_compare_show_the_batches(runs):
     reports, comparison = compare_reports([plain / "online_metrics.json", faults / "out_metrics.json"])
     assert comparison.values["batch_rounds"][0] is None and comparison.values["batch_rounds"][1] >= 2
     assert "batch rounds" in render_comparison(comparison, FIGURES) and "batch rounds" in comparison_page(reports, comparison)
+
+
+def test_plain_compress_uses_imported_answers_and_pays_for_none(runs):
+    """Straight after batch import, a compress without --batch (the endpoint reachable) takes the imported
+    answers, checked as a row asks for each: not one chat call."""
+    done = runs["imported"]
+    assert done["imported"].code == 0 and done["plain"].code == 0, done["plain"].stderr
+    assert done["calls"] == 0
+    assert runs["cases"]["imported"].output("out.jsonl") == runs["cases"]["plain"].output("online.jsonl")

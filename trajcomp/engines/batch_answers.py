@@ -1,12 +1,11 @@
 """The summarizer of a batch run: every summary comes from the summary cache, none from a live call.
 
 A batch's answers arrive without their requests (batch_results.py keeps them as attempts); the first
-row to look one up checks it against its request (the summarizer's `unusable`: the summary checks),
-and a good one becomes the key's summary, with the provenance an online run would give it (the
-attempts before it, the checks they failed). A request the cache cannot answer is handed to the
-engine as SummaryPending (its cache key and the chat request that buys it), to be bought in the next
-batch; once it has failed more than `max_retries` times it is a SummaryError, and the row gets its
-`on_failure` as after failed calls.
+row to look one up checks it against its request (summary_cache.answered), and a good one becomes
+the key's summary, with the provenance an online run would give it. A request the cache cannot
+answer is handed to the engine as SummaryPending (its cache key and the chat request that buys it),
+to be bought in the next batch; once it has failed more than `max_retries` times it is a
+SummaryError, and the row gets its `on_failure` as after failed calls.
 """
 
 from __future__ import annotations
@@ -16,8 +15,7 @@ from collections import Counter
 from typing import Any
 
 from ..core.summarizer import Summarizer, Summary, SummaryError, SummaryPending, SummaryRequest
-from ..summarizers.checks import CHECK_FAILED
-from .summary_cache import Attempt, ObjectCache, SummaryCache
+from .summary_cache import ObjectCache, SummaryCache, answered, checks_of
 
 
 class BatchAnswered(Summarizer):
@@ -36,28 +34,11 @@ class BatchAnswered(Summarizer):
             return found
         if len(failed) > self.max_retries:
             raise SummaryError(f"{_common(failed)} (after {len(failed)} batch requests)", len(failed), len(failed),
-                               _checks(failed.values()))
+                               checks_of(failed.values()))
         raise SummaryPending(key, self.inner.request_body(request))
 
     def _lookup(self, request: SummaryRequest) -> tuple[str, Summary | None, dict[str, str]]:
-        """The key's summary, or why each attempt at it failed."""
-        key = self.inner.cache_key(request)
-        hit = self.cache.get(key)
-        if hit is not None and self.inner.unusable(request, hit) is None:
-            return key, hit, {}
-        attempts = self.cache.attempts(key)
-        for attempt, tried in attempts.items():
-            if tried.why is not None or tried.answer is None:
-                continue
-            why = self.inner.unusable(request, Summary(tried.answer))
-            if why is None:
-                summary = _provenance(tried.answer, attempts)
-                if hit is None:  # a stale entry the checks turn away would hide a new one: not stored
-                    self.cache.put(key, summary)
-                return key, summary, {}
-            self.cache.put_attempt(key, attempt, why=why)
-            attempts[attempt] = Attempt(why, tried.answer)
-        return key, None, {attempt: tried.why for attempt, tried in attempts.items() if tried.why is not None}
+        return answered(self.cache, self.inner, request, self.inner.cache_key(request))
 
     async def close(self) -> None:
         self.cache.close()
@@ -71,17 +52,6 @@ class BatchAnswered(Summarizer):
 
     def secrets(self) -> tuple[str, ...]:
         return self.inner.secrets()
-
-
-def _provenance(answer: str, attempts: dict[str, Attempt]) -> Summary:
-    """The answer as a summary with what it took: the failed attempts before it, as an online run counts calls."""
-    failed = [tried.why for tried in attempts.values() if tried.why is not None]
-    return Summary(answer, len(failed) + 1, len(failed), _checks(failed))
-
-
-def _checks(reasons) -> tuple[str, ...]:
-    """The checks among the reasons attempts failed (one name an answer turned away)."""
-    return tuple(why[len(CHECK_FAILED):] for why in reasons if why.startswith(CHECK_FAILED))
 
 
 def _common(failed: dict[str, str]) -> str:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.summarizer import Summarizer, Summary, SummaryRequest
+from ..summarizers.checks import CHECK_FAILED
 from .remote import is_uri, open_uri
 
 SUFFIX = ".jsonl"
@@ -267,6 +268,41 @@ def open_cache(location: str | Path) -> SummaryCache | ObjectCache:
     return ObjectCache(location) if is_uri(location) else SummaryCache(location)
 
 
+def answered(cache: SummaryCache | ObjectCache, inner: Summarizer, request: SummaryRequest,
+             key: str) -> tuple[str, Summary | None, dict[str, str]]:
+    """`request`'s summary from the cache: a stored one this run's checks accept, or else the first
+    batch answer they pass (stored as the key's summary, with what the attempts before it cost); when
+    there is none, why each attempt at it failed. Answers arrive from batches without their requests,
+    so they are judged here, by the first row that asks (inner.unusable: the summary checks)."""
+    hit = cache.get(key)
+    if hit is not None and inner.unusable(request, hit) is None:
+        return key, hit, {}
+    attempts = cache.attempts(key)
+    for attempt, tried in attempts.items():
+        if tried.why is not None or tried.answer is None:
+            continue
+        why = inner.unusable(request, Summary(tried.answer))
+        if why is None:
+            summary = _provenance(tried.answer, attempts)
+            if hit is None:  # a stored summary the checks turn away would hide a new one: not stored
+                cache.put(key, summary)
+            return key, summary, {}
+        cache.put_attempt(key, attempt, why=why)
+        attempts[attempt] = Attempt(why, tried.answer)
+    return key, None, {attempt: tried.why for attempt, tried in attempts.items() if tried.why is not None}
+
+
+def _provenance(answer: str, attempts: dict[str, Attempt]) -> Summary:
+    """A batch answer as a summary with what it took: the failed attempts before it, as an online run counts calls."""
+    failed = [tried.why for tried in attempts.values() if tried.why is not None]
+    return Summary(answer, len(failed) + 1, len(failed), checks_of(failed))
+
+
+def checks_of(reasons) -> tuple[str, ...]:
+    """The checks among the reasons attempts failed (one name an answer turned away)."""
+    return tuple(why[len(CHECK_FAILED):] for why in reasons if why.startswith(CHECK_FAILED))
+
+
 class CachedSummarizer(Summarizer):
     """Any summarizer that can name its requests (`cache_key`), answered from the cache when it can be."""
 
@@ -292,10 +328,7 @@ class CachedSummarizer(Summarizer):
 
     def _lookup(self, request: SummaryRequest) -> tuple[str | None, Summary | None]:
         key = self.inner.cache_key(request)
-        hit = None if key is None else self.cache.get(key)
-        if hit is not None and self.inner.unusable(request, hit) is not None:
-            hit = None  # asked again: the cache's answer fails this run's checks
-        return key, hit
+        return (None, None) if key is None else answered(self.cache, self.inner, request, key)[:2]
 
     async def close(self) -> None:
         try:
