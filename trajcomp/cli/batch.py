@@ -54,10 +54,11 @@ def export(
     shard_index: opt.ShardIndex = 0,
     limit: opt.Limit = None,
 ) -> None:
-    """Write the summary requests a compress run with these options still needs, one line each in the
-    OpenAI batch input format (custom_id, method, url, body), which vLLM's run_batch reads too.
+    """Write the summary requests a compress run with these options still needs, as a batch input file.
 
-    Nothing is written, and it says so, when the cache answers every request. The API key is never written.
+    One line a request in the OpenAI batch input format (custom_id, method, url, body), which vLLM's
+    run-batch reads too. Nothing is written, and it says so, when the cache answers every request.
+    The API key is never written.
     """
     from ..engines.batch_files import export_requests
     from ..engines.paths import resolve
@@ -92,8 +93,12 @@ def import_(
     summary_prefix: opt.SummaryPrefix = None,
     tokenizer: opt.Tokenizer = None,
 ) -> None:
-    """Take a batch runner's results into the summary cache: usable answers are stored under their request's
-    key, failed ones recorded so the next export asks again (and, past max_retries, the row gets on_failure)."""
+    """Take a batch runner's results into the summary cache.
+
+    Usable answers are kept under their request's key (a row's summary checks judge each when a run
+    first asks for it); failed ones are recorded, so the next export asks again (and, past
+    max_retries, the row gets on_failure). It says how many it took, how many failed and why.
+    """
     from ..engines.batch_files import import_results
     from ..formats.base import InputError
 
