@@ -11,6 +11,9 @@ cd "$(dirname "$0")/.."
 BIN="${BIN:-.venv/bin}"
 WHEEL_DIR="${WHEEL_DIR:-.cache/wheels}"
 export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}"
+# A portable build: llama.cpp's native one (-march=native, AMX/AVX-512 kernels) died with a general
+# protection fault in libggml-cpu on this kind of machine at the first completion (2026-11-27).
+export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"
 
 mkdir -p "$WHEEL_DIR"
 

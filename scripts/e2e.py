@@ -516,8 +516,11 @@ def main() -> int:
             f"trajcomp_seconds={run_seconds:.1f} total_seconds={time.monotonic() - started:.1f}",
             flush=True,
         )
-        stats = {k: v for k, v in report.get("summarization", {}).items() if not isinstance(v, (dict, list))}
+        summarization = report.get("summarization", {})
+        stats = {k: v for k, v in summarization.items() if not isinstance(v, (dict, list))}
         log("report summarization: " + json.dumps(stats))
+        log(f"answer checks {summarization.get('checks')}: answers each turned away "
+            f"{json.dumps(summarization.get('answers_failed_checks') or {})}")
         for row in out_rows:
             for body in summary_turns(row)[:1]:
                 log(f"sample summary ({row.get('e2e_id')}): {' '.join(body.split())[:200]}")
