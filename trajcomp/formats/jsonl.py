@@ -46,11 +46,44 @@ def as_record(source: str, number: int, raw: str, row: Any) -> Record:
     return Record(source, number, raw, row=row)
 
 
-def read_lines(source: str, handle: IO[bytes]) -> Iterator[Record]:
-    """Records of a binary stream of JSON Lines; blank lines are skipped (they are not rows)."""
-    for number, data in enumerate(handle, 1):
+def read_lines(source: str, handle: Iterable[bytes], first: int = 1) -> Iterator[Record]:
+    """Records of a binary stream of JSON Lines, its first line numbered `first`; blank lines are
+    skipped (they are not rows)."""
+    for number, data in enumerate(handle, first):
         if data.strip():
             yield parse_line(source, number, data)
+
+
+def part_ranges(path: Path, rows: int) -> Iterator[tuple[int, int, int]]:
+    """(first byte, end byte, first line number) of each run of `rows` records of a plain JSON Lines
+    file, the last maybe shorter: the lines a part of `rows` input rows reads, found without parsing
+    a row (a blank line is no record, as in read_lines, and goes with the part after it)."""
+    start = end = count = 0
+    first = 1
+    with open(path, "rb") as handle:
+        for number, data in enumerate(handle, 1):
+            end += len(data)
+            if not data.isspace():  # as `data.strip()` is falsy: the same ASCII whitespace
+                count += 1
+                if count == rows:
+                    yield start, end, first
+                    start, first, count = end, number + 1, 0
+    if count:
+        yield start, end, first
+
+
+def read_range(path: Path, start: int, end: int, first: int) -> Iterator[Record]:
+    """The records of bytes [start, end) of a plain JSON Lines file whose line `first` begins at `start`:
+    the same Records, line numbers and errors as `JSONL.read` gives for those lines."""
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        yield from read_lines(str(path), _lines_within(handle, end - start), first)
+
+
+def _lines_within(handle: IO[bytes], size: int) -> Iterator[bytes]:
+    while size > 0 and (data := handle.readline()):
+        size -= len(data)
+        yield data
 
 
 def dumps(row: Any) -> bytes:
