@@ -17,9 +17,10 @@ from typing import Any, Iterable
 
 from ..core.compressor import TrajectoryCompressor
 from ..core.config import CompressionConfig
-from ..core.metrics import Aggregate, Outcome
+from ..core.metrics import Aggregate
 from ..formats import Record, format_for, identity
-from ..formats.base import InputError, input_schema, read_checked, write_json
+from ..formats.base import InputError, checked, input_schema, read_checked, write_json
+from ..formats.jsonl import JSONL, part_ranges
 from ..reports.schema import Batches, Report
 from ..version import __version__
 from .batch import BatchBuyer
@@ -27,11 +28,12 @@ from .checkpoint import WorkDir
 from .failures import FailureStreak
 from .ordered import ordered_map
 from .manifest import DamagedPart
+from .part_work import PartTask
 from .parts import Part, join_parts
 from .paths import FileJob, Layout
 from .progress import Progress, warn
 from .remote import WorkMirror
-from .results import Rejected, Skipped, Written, routed
+from .results import Rejected, Skipped, Written, settled, shown_as
 from .run_report import RunFacts, build_report, gather
 from .selection import Selection, Taker
 from .workers import WorkerPool, build_core, worker_count
@@ -198,8 +200,21 @@ class Runner:
         raise DamagedPart(f"{damaged[1]}, again after {JOIN_ATTEMPTS} attempts: the storage under "
                           f"{self.layout.work} loses writes")
 
+    def by_parts(self, job: FileJob) -> bool:
+        """Whether worker processes take the file's parts whole (part_work.py), this process parsing no row:
+        the only place that decides it. A plain local JSON Lines file (a byte range is cheap to find
+        and to read), with --workers N >= 2, and nothing that needs rows counted or seen here: no
+        --limit (it counts taken rows across files), no summarization.batch (it buys summaries for
+        every row first), no object storage (inputs staged under another name, outputs and the work
+        folder mirrored). Anything else goes row by row."""
+        return (isinstance(self.compressor, WorkerPool) and format_for(job.input) is JSONL
+                and job.source is None and job.dest is None and self.layout.work_mirror is None
+                and self.options.selection.limit is None and not self.config.batch)
+
     async def _write_parts(self, index: int, job: FileJob, reader, writer, schema, taken_before: int) -> None:
         """The file's rows from its first unfinished part on, into parts each made to count by its checkpoint."""
+        if self.by_parts(job):
+            return await self._write_whole_parts(index, job)
         finished = [(c["records"], c["taken"]) for c in self.work.checkpoints(index)]
         self.taker.taken = taken_before + sum(taken for _, taken in finished)
         done = sum(records for records, _ in finished)
@@ -220,19 +235,31 @@ class Runner:
         if part.records:
             part.finish()
 
+    async def _write_whole_parts(self, index: int, job: FileJob) -> None:
+        """The file's parts from its first unfinished one on, each read, compressed and written by a worker
+        process; here their byte ranges are found and their checkpoints committed in part order (a
+        part done early waits for those before it), its summaries counted in order by the failure
+        streak, its rows shown on the progress bar at once."""
+        finished = sum(1 for _ in self.work.checkpoints(index))
+        ranges = checked(job.input, lambda: part_ranges(job.input, self.options.checkpoint_rows))
+        in_flight = 2 * self.compressor.workers  # a worker starts its next part while its last rows finish
+        held = max(1, self.max_held // in_flight)
+        tasks = (PartTask(self.work.path, index, k, job.input, job.output, job.key, self.options.selection,
+                          *span, min(self.max_running, held), held, self.config.max_consecutive_failures)
+                 for k, span in islice(enumerate(ranges), finished, None))
+        async with aclosing(ordered_map(tasks, self.compressor.compress_part, in_flight, in_flight)) as parts:
+            async for done in parts:
+                for failed, error in done.summaries:
+                    self.failures.step(failed, error, index, done.index)
+                if done.checkpoint is None:  # stopped early: its streak has stopped the run above
+                    raise RuntimeError(f"part {done.index} of {job.input} stopped without a reason")
+                self.work.commit_part(index, done.index, done.checkpoint)
+                self.progress.advance(done.shown)
+
     async def process(self, item: tuple[Record, str | None]) -> Written | Rejected | Skipped:
-        record, verdict = item
-        if verdict is not None:
-            return Skipped(verdict)
-        if record.error is not None:
-            return Rejected(record, record.error.reason, record.error.detail)
-        return routed(record, await self.compressor.compress_row(record.row))
+        return await settled(item, self.compressor.compress_row)
 
     def _show(self, result: Written | Rejected | Skipped) -> None:
-        if isinstance(result, Rejected):
-            self.progress.update("rejected")
-        elif isinstance(result, Written):
-            outcome = result.metrics.outcome
-            kind = {Outcome.COMPRESSED: "compressed", Outcome.FAILED: "failed"}.get(outcome, "unchanged")
+        if (kind := shown_as(result)) is not None:
             self.progress.update(kind)
 
