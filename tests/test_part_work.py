@@ -30,14 +30,20 @@ def seen(record) -> tuple:
     return record.source, record.line, record.raw, record.row, error
 
 
-@settings(max_examples=150, deadline=None)
-@given(lines=st.lists(LINES, max_size=30), rows=st.integers(1, 6), crlf=st.booleans(), last_newline=st.booleans())
-def test_part_ranges_cut_the_records_every_rows_as_one_read_does(tmp_path_factory, lines, rows, crlf, last_newline):
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(LINES, max_size=30), rows=st.integers(1, 6), crlf=st.booleans(), last_newline=st.booleans(),
+       chunk=st.sampled_from([1, 2, 3, 7, 64, jsonl._CHUNK]))
+def test_part_ranges_cut_the_records_every_rows_as_one_read_does(tmp_path_factory, lines, rows, crlf, last_newline,
+                                                                 chunk):
     path = tmp_path_factory.mktemp("ranges") / "in.jsonl"
     end = "\r\n" if crlf else "\n"
     path.write_bytes((end.join(lines) + (end if last_newline and lines else "")).encode("utf-8"))
     whole = [seen(r) for r in JSONL.read(path)]
-    ranges = list(part_ranges(path, rows))
+    default, jsonl._CHUNK = jsonl._CHUNK, chunk  # the scan's reads end anywhere in a line
+    try:
+        ranges = list(part_ranges(path, rows))
+    finally:
+        jsonl._CHUNK = default
     parts = [[seen(r) for r in read_range(path, *span)] for span in ranges]
     assert [r for part in parts for r in part] == whole  # the same lines, numbers, rows and errors
     assert [len(part) for part in parts] == [min(rows, len(whole) - k) for k in range(0, len(whole), rows)]
