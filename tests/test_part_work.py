@@ -98,21 +98,23 @@ def test_two_workers_take_whole_parts_and_write_the_row_paths_bytes(tmp_path, da
 
 def test_a_failing_endpoint_stops_two_workers_resumably(tmp_path, bpe_tokenizer):
     """The failure streak counts the parts' summaries in input order: the run stops, the parts holding
-    the failures are undone, and the resumed run writes the bytes of a run that never failed."""
+    the failures are undone, and the resumed run writes the bytes of a run that never failed. Twice:
+    a streak across two parts of 3 rows, and one within each part of 6 (whose worker stops it early)."""
     from openai_server import ServerThread
     from test_resume import args, hermes_row, reference_run, write_limit
 
-
     src = write_jsonl(tmp_path / "data.jsonl", [hermes_row(i) for i in range(12)])
-    flags = ("--max-retries", "0", "--retry-delay", "0", "--workers", "2", "-c", str(write_limit(tmp_path, 4)))
     with ServerThread(latency=0.05) as server:
         ref = reference_run(tmp_path, src, bpe_tokenizer, server.base_url)
-        server.set_faults(fail_first_n=10_000, fail_status=503)
-        out = tmp_path / "run" / "out.jsonl"
-        down = run_cli(*args(src, out, bpe_tokenizer, server.base_url, *flags))
-        assert down.code == 1 and "4 summaries in a row failed" in down.stderr and "resume" in down.stderr
-        assert not out.exists() and not list((out.parent / ".out.jsonl.trajcomp-work").glob("file-*/*.done.json"))
-        server.set_faults(fail_first_n=0)
-        back = run_cli(*args(src, out, bpe_tokenizer, server.base_url, *flags))
-        assert back.code == 0, back.stderr
-    assert out.read_bytes() == ref.read_bytes()
+        for limit, part_rows in ((4, "3"), (2, "6")):
+            flags = ("--max-retries", "0", "--retry-delay", "0", "--workers", "2", "--checkpoint-rows", part_rows,
+                     "-c", str(write_limit(tmp_path, limit)))
+            server.set_faults(fail_first_n=10_000, fail_status=503)
+            out = tmp_path / f"run{limit}" / "out.jsonl"
+            down = run_cli(*args(src, out, bpe_tokenizer, server.base_url, *flags))
+            assert down.code == 1 and f"{limit} summaries in a row failed" in down.stderr and "resume" in down.stderr
+            assert not out.exists() and not list((out.parent / ".out.jsonl.trajcomp-work").glob("file-*/*.done.json"))
+            server.set_faults(fail_first_n=0)
+            back = run_cli(*args(src, out, bpe_tokenizer, server.base_url, *flags))
+            assert back.code == 0, back.stderr
+            assert out.read_bytes() == ref.read_bytes()
