@@ -5,6 +5,7 @@ ratio; each measurement records how much CPU other processes took meanwhile. Wri
 docs/BENCHMARKS.md (the table, the command, the machine, the profiles) and prints the table.
 Usage: python scripts/bench.py [--rows 600] [--memory-rows 300] [--repeats 3] [--latency 0.2] [--endpoint-latency 2]
        [--concurrency 50] [--tokenizer DIR ...] [--profile] [--quick] [--out docs/BENCHMARKS.md]
+       [--only coordinator ...] (only these figures, printed)
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import bench_data  # noqa: E402
 import bench_profile  # noqa: E402
-from bench_proc import CORES, Measurement, measure_call, measure_command  # noqa: E402
+from bench_proc import CORES, Measurement, measure_call, measure_command, measure_split  # noqa: E402
 
 DEMO_TOKENIZER = ROOT / "data_samples" / "demo_tokenizer"
 _STARTING_ENV = dict(os.environ)
@@ -427,6 +428,42 @@ def workers(s: Setup) -> list[Figure]:
     return figures
 
 
+def coordinator(s: Setup) -> list[Figure]:
+    """--workers 2 on JSON Lines, in parts of a sixth of the rows (workers take whole parts when a
+    file has a part for each): the CPU a row costs the main process (the coordinator) and the
+    workers, apart, start-up taken out (a two-row run's CPU, in two parts, subtracted); and how many
+    workers the coordinator could feed (a worker's CPU per row over its own), projected to 64 cores."""
+    two_rows = s.work / "two_rows.jsonl"
+    with open(s.data, "rb") as f:
+        two_rows.write_bytes(f.readline() + f.readline())
+    figures = []
+    for name, target, latency in (
+        ("pass-through (JSONL)", percentile(s.counts, 0.9), None),
+        (f"openai, L={s.args.latency:g} s, C={s.args.concurrency}", s.args.bound_target, s.args.latency),
+    ):
+        def split(src: Path, part_rows: int) -> tuple[float, float]:
+            with tempfile.TemporaryDirectory(dir=s.work) as tmp:
+                server_reset(s, latency)
+                flags = ("--workers", "2", "--checkpoint-rows", str(part_rows))
+                cli = trajcomp_args(s, src, Path(tmp) / "out.jsonl", target, *flags)[3:]
+                return measure_split(cli, ROOT, _env(), Path(tmp))
+
+        part_rows = max(1, len(s.rows) // 6)
+        fixed, full = repeat(s.args.repeats, lambda: split(two_rows, 1), lambda: split(s.data, part_rows))
+        extra = len(s.rows) - 2
+        main, workers = ((statistics.median(f[i] for f in full) - statistics.median(f[i] for f in fixed))
+                         / extra * 1000 for i in (0, 1))
+        feeds = workers / main if main > 0 else float("inf")
+        figures.append(Figure(
+            f"Coordinator: {name}, --workers 2, CPU per row (start-up taken out)",
+            f"main process {main:.3f} ms; workers {workers:.2f} ms", "the workers' CPU per row", feeds,
+            ">= 100 (workers one coordinator could feed)", feeds >= 100,
+            note=f"{part_rows} rows a part; projection, not measured: on 64 cores, 63 workers would keep the "
+                 f"main process {min(1.0, 63 / feeds):.0%} busy; it could feed {feeds:.0f} workers",
+        ))
+    return figures
+
+
 def memory(s: Setup) -> list[Figure]:
     n = s.args.memory_rows
     small = bench_data.jsonl(s.work / "data", n, s.args.seed)
@@ -565,6 +602,9 @@ def write_doc(path: Path, sections: list[tuple[dict, list[Figure], dict]], comma
 # ---------------------------------------------------------------- main
 
 
+MEASURES = (counting, pass_through, summarizer_bound, chat_template, workers, coordinator, memory)
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rows", type=int, default=600, help="rows of the main data set (about 43 KB each)")
@@ -582,6 +622,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="a seconds-long smoke run (CI): tiny data, one repeat")
     p.add_argument("--work", type=Path, default=ROOT / ".cache" / "bench", help="data and scratch folder")
     p.add_argument("--out", type=Path, default=ROOT / "docs" / "BENCHMARKS.md")
+    p.add_argument("--only", action="append", choices=[m.__name__ for m in MEASURES],
+                   help="measure only these figures (repeatable); prints them, writes no document")
     p.add_argument("--notes", type=Path, default=ROOT / "docs" / "benchmarks_notes.md")
     args = p.parse_args(argv)
     if args.quick:
@@ -603,7 +645,9 @@ def bench(args: argparse.Namespace, tokenizer: Path, server: tuple[subprocess.Po
     s = Setup(args, tokenizer, data, rows, counts, server[1], server[0].pid, args.work)
     info["data"] = f"{len(rows)} rows, {s.mb:.1f} MB, {statistics.mean(len(r['conversations']) for r in rows):.0f} turns a row, seed {args.seed}"
     figures = []
-    for measure in (counting, pass_through, summarizer_bound, chat_template, workers, memory):
+    for measure in MEASURES:
+        if args.only and measure.__name__ not in args.only:
+            continue
         figures += (measured := measure(s))
         print("\n".join(table(measured).splitlines()[2:]), file=sys.stderr, flush=True)  # progress
     if args.profile and bench_profile.available():
@@ -642,6 +686,10 @@ def main(argv: list[str] | None = None) -> None:
         server[0].terminate()
         server[0].wait()
     command = ("python scripts/bench.py " + " ".join(sys.argv[1:] if argv is None else argv)).strip()
+    if args.only:
+        for info, figures, _ in sections:
+            print(table(figures))
+        return
     save(last, command, sections)
     write_doc(args.out, sections, command, args.notes)
     for info, figures, _ in sections:

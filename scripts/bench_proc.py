@@ -4,9 +4,11 @@ and how much CPU every other process took meanwhile (from /proc/stat), so noisy 
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -139,3 +141,41 @@ def measure_command(
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(args[:4])}... exited {proc.returncode}:\n{completed.stderr[-2000:]}")
     return measurement, completed
+
+
+# `python -m trajcomp.cli ARGS` run so that, at its exit, it writes its own CPU seconds while its
+# Runner ran (start-up and the tokenizer's loading left out), and its reaped children's (the worker
+# processes, joined before the exit) to the file named first.
+_SPLIT = """
+import atexit, json, resource, sys
+from trajcomp.engines import pipeline
+out, ran = sys.argv[1], []
+def cpu(who):
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+async def timed(self, run=pipeline.Runner.run):
+    before = cpu(resource.RUSAGE_SELF)
+    try:
+        return await run(self)
+    finally:
+        ran.append(cpu(resource.RUSAGE_SELF) - before)
+pipeline.Runner.run = timed
+def dump():
+    with open(out, "w") as f:
+        json.dump([sum(ran), cpu(resource.RUSAGE_CHILDREN)], f)
+atexit.register(dump)
+sys.argv = ["trajcomp", *sys.argv[2:]]
+from trajcomp.cli.commands import main
+main()
+"""
+
+
+def measure_split(cli_args: list[str], cwd: Path, env: dict, scratch: Path) -> tuple[float, float]:
+    """CPU seconds of a trajcomp run's main process while it ran its rows, and of its worker processes."""
+    out = scratch / "cpu.json"
+    done = subprocess.run([sys.executable, "-c", _SPLIT, str(out), *cli_args], cwd=cwd, env=env,
+                          capture_output=True, text=True)
+    if done.returncode not in (0, 3):  # 3: finished, some rows' summaries failed (the fake server's answer)
+        raise RuntimeError(f"trajcomp {' '.join(cli_args[:3])}... exited {done.returncode}:\n{done.stderr[-2000:]}")
+    own, workers = json.loads(out.read_text())
+    return own, workers

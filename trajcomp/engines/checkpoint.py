@@ -110,12 +110,18 @@ class WorkDir:
             index += 1
         return index
 
-    def finish_part(self, file_index: int, part_index: int, checkpoint: dict[str, Any]) -> None:
-        """The part made to count: its checkpoint, with the size and sha256 of every file it wrote."""
+    def described(self, file_index: int, part_index: int, checkpoint: dict[str, Any]) -> dict[str, Any]:
+        """The checkpoint with the size and sha256 of every file the part wrote (a worker process
+        reads them back where it wrote them; the run's process then only commits it)."""
         done = self.part(file_index, part_index, ".done.json")
         files = sorted(p for p in done.parent.glob(done.name.replace(".done.json", ".*")) if p != done)
-        write_json(done, {**checkpoint, FILES: describe(files)})
-        self._push([*files, done])  # the checkpoint last: a mirror's part counts once its files are there
+        return {**checkpoint, FILES: describe(files)}
+
+    def commit_part(self, file_index: int, part_index: int, checkpoint: dict[str, Any]) -> None:
+        """A described checkpoint written: from now on the part counts."""
+        done = self.part(file_index, part_index, ".done.json")
+        write_json(done, checkpoint)
+        self._push([*(done.parent / name for name in sorted(checkpoint[FILES])), done])  # the checkpoint last
 
     def _push(self, files: list[Path]) -> None:
         if self.mirror is not None:

@@ -24,9 +24,12 @@ class FailureStreak:
 
     def see(self, metrics, file_index: int, part_index: int) -> None:
         """Count a row's metrics (None: rejected or skipped, neither a success nor a failure)."""
-        if metrics is None or metrics.outcome not in (Outcome.FAILED, Outcome.COMPRESSED):
-            return
-        if metrics.outcome is Outcome.COMPRESSED:
+        if (step := counted(metrics)) is not None:
+            self.step(*step, file_index, part_index)
+
+    def step(self, failed: bool, error: str | None, file_index: int, part_index: int) -> None:
+        """Count a summary that failed (with its error) or succeeded."""
+        if not failed:
             self.count = 0
             return
         if self.count == 0:
@@ -36,6 +39,13 @@ class FailureStreak:
             began_file, began_part = self.began
             self.work.undo_parts(file_index, began_part if began_file == file_index else 0)
             raise SummarizerDown(
-                f"{self.count} summaries in a row failed (last: {metrics.error}); stopped. "
+                f"{self.count} summaries in a row failed (last: {error}); stopped. "
                 f"Finished parts are kept in {self.folder}: run the same command again to resume"
             )
+
+
+def counted(metrics) -> tuple[bool, str | None] | None:
+    """(failed, its error) for a row whose summary failed or succeeded; None for any other row."""
+    if metrics is None or metrics.outcome not in (Outcome.FAILED, Outcome.COMPRESSED):
+        return None
+    return metrics.outcome is Outcome.FAILED, metrics.error

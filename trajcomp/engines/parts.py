@@ -49,11 +49,15 @@ class Part:
         return self.work.part(self.file_index, self.index, suffix)
 
     def finish(self) -> None:
+        self.work.commit_part(self.file_index, self.index, self.close())  # last: this makes the part count
+
+    def close(self) -> dict[str, Any]:
+        """The part's files committed; its checkpoint, which makes it count once written (commit_part)."""
         for stream in (self._rows, self._rejects):
             if stream is not None:
                 stream.close()
         checkpoint = {"records": self.records, "taken": self.taken, "aggregate": self.aggregate.to_state()}
-        self.work.finish_part(self.file_index, self.index, checkpoint)  # last: this makes the part count
+        return self.work.described(self.file_index, self.index, checkpoint)
 
     def abort(self) -> None:
         for stream in (self._rows, self._rejects):

@@ -3,7 +3,9 @@
 Rows are compressed in this process, in `processing.num_workers` worker processes (workers.py) or by
 Ray actors (ray.py); either way this process reads them, keeps their order (ordered.py) and writes
 everything: parts made to count by checkpoints (parts.py), so a resumed run writes the same bytes as
-one never interrupted, and at the end the report (run_report.py).
+one never interrupted, and at the end the report (run_report.py). With worker processes and a plain
+JSON Lines file, workers take whole parts instead (`Runner.whole_parts` decides; part_work.py): this
+process only finds their byte ranges and commits their checkpoints in order.
 """
 
 from __future__ import annotations
@@ -12,14 +14,15 @@ import time
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from itertools import islice
-from typing import Any, Iterable
+from itertools import chain, islice
+from typing import Any, Iterable, Iterator
 
 from ..core.compressor import TrajectoryCompressor
 from ..core.config import CompressionConfig
-from ..core.metrics import Aggregate, Outcome
+from ..core.metrics import Aggregate
 from ..formats import Record, format_for, identity
-from ..formats.base import InputError, input_schema, read_checked, write_json
+from ..formats.base import InputError, checked, input_schema, read_checked, write_json
+from ..formats.jsonl import JSONL, part_ranges
 from ..reports.schema import Batches, Report
 from ..version import __version__
 from .batch import BatchBuyer
@@ -27,11 +30,12 @@ from .checkpoint import WorkDir
 from .failures import FailureStreak
 from .ordered import ordered_map
 from .manifest import DamagedPart
+from .part_work import PartTask
 from .parts import Part, join_parts
 from .paths import FileJob, Layout
 from .progress import Progress, warn
 from .remote import WorkMirror
-from .results import Rejected, Skipped, Written, routed
+from .results import Rejected, Skipped, Written, settled, shown_as
 from .run_report import RunFacts, build_report, gather
 from .selection import Selection, Taker
 from .workers import WorkerPool, build_core, worker_count
@@ -198,9 +202,28 @@ class Runner:
         raise DamagedPart(f"{damaged[1]}, again after {JOIN_ATTEMPTS} attempts: the storage under "
                           f"{self.layout.work} loses writes")
 
+    def whole_parts(self, job: FileJob, finished: int) -> Iterator[tuple[int, tuple[int, int, int]]] | None:
+        """The file's remaining parts (index, byte range) when worker processes take them whole
+        (part_work.py), this process parsing no row; None when its rows go one by one through this
+        process. The only place that decides it: a plain local JSON Lines file (a byte range is cheap
+        to find and to read), --workers N >= 2, at least N parts left (fewer would leave workers
+        idle: rows spread better), and nothing that needs rows counted or seen here: no --limit (it
+        counts taken rows across files), no summarization.batch (it buys every row's summaries
+        first), no object storage (inputs staged under another name, mirrored outputs and work)."""
+        if not (isinstance(self.compressor, WorkerPool) and format_for(job.input) is JSONL
+                and job.source is None and job.dest is None and self.layout.work_mirror is None
+                and self.options.selection.limit is None and not self.config.batch):
+            return None
+        ranges = islice(enumerate(checked(job.input, lambda: part_ranges(job.input, self.options.checkpoint_rows))),
+                        finished, None)
+        ahead = list(islice(ranges, self.compressor.workers))  # the scan goes no further than it must
+        return chain(ahead, ranges) if len(ahead) == self.compressor.workers else None
+
     async def _write_parts(self, index: int, job: FileJob, reader, writer, schema, taken_before: int) -> None:
         """The file's rows from its first unfinished part on, into parts each made to count by its checkpoint."""
         finished = [(c["records"], c["taken"]) for c in self.work.checkpoints(index)]
+        if (parts := self.whole_parts(job, len(finished))) is not None:
+            return await self._write_whole_parts(index, job, parts)
         self.taker.taken = taken_before + sum(taken for _, taken in finished)
         done = sum(records for records, _ in finished)
         records = self.taker.select(job.key, islice(_named(read_checked(reader, job.input), job.source), done, None))
@@ -220,19 +243,28 @@ class Runner:
         if part.records:
             part.finish()
 
+    async def _write_whole_parts(self, index: int, job: FileJob, parts: Iterable[tuple[int, tuple]]) -> None:
+        """The file's remaining parts, each read, compressed and written by a worker process; here their
+        checkpoints are committed in part order (a part done early waits for those before it), its
+        summaries counted in order by the failure streak, its rows shown on the progress bar at once."""
+        in_flight = 2 * self.compressor.workers  # a worker starts its next part while its last rows finish
+        held = max(1, self.max_held // in_flight)
+        tasks = (PartTask(self.work.path, index, k, job.input, job.output, job.key, self.options.selection,
+                          *span, min(self.max_running, held), held, self.config.max_consecutive_failures)
+                 for k, span in parts)
+        async with aclosing(ordered_map(tasks, self.compressor.compress_part, in_flight, in_flight)) as done_parts:
+            async for done in done_parts:
+                for failed, error in done.summaries:
+                    self.failures.step(failed, error, index, done.index)
+                if done.checkpoint is None:  # stopped early: its streak has stopped the run above
+                    raise RuntimeError(f"part {done.index} of {job.input} stopped without a reason")
+                self.work.commit_part(index, done.index, done.checkpoint)
+                self.progress.advance(done.shown)
+
     async def process(self, item: tuple[Record, str | None]) -> Written | Rejected | Skipped:
-        record, verdict = item
-        if verdict is not None:
-            return Skipped(verdict)
-        if record.error is not None:
-            return Rejected(record, record.error.reason, record.error.detail)
-        return routed(record, await self.compressor.compress_row(record.row))
+        return await settled(item, self.compressor.compress_row)
 
     def _show(self, result: Written | Rejected | Skipped) -> None:
-        if isinstance(result, Rejected):
-            self.progress.update("rejected")
-        elif isinstance(result, Written):
-            outcome = result.metrics.outcome
-            kind = {Outcome.COMPRESSED: "compressed", Outcome.FAILED: "failed"}.get(outcome, "unchanged")
+        if (kind := shown_as(result)) is not None:
             self.progress.update(kind)
 

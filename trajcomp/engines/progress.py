@@ -28,8 +28,12 @@ class Progress:
         self._shown = 0.0
 
     def update(self, kind: str) -> None:
-        self.counts[kind] += 1
-        self.bar.update(1)
+        self.advance({kind: 1})
+
+    def advance(self, counts: dict[str, int]) -> None:
+        """Rows counted by kind, e.g. a whole part's (skipped rows are not shown)."""
+        self.counts.update(counts)
+        self.bar.update(sum(counts.values()))
         now = time.monotonic()
         if now - self._shown >= 0.5:
             self._shown = now

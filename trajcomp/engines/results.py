@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Awaitable, Callable
 
-from ..core.metrics import RowMetrics
+from ..core.metrics import Outcome, RowMetrics
 from ..formats import Record
 
 
@@ -41,3 +41,22 @@ def routed(record: Record, result) -> Written | Rejected:
 @dataclass(frozen=True)
 class Skipped:
     reason: str  # not_sampled | other_shards
+
+
+async def settled(item: tuple[Record, str | None], compress_row: Callable[[Any], Awaitable]) -> Written | Rejected | Skipped:
+    """What becomes of a record and the selection's verdict on it, `compress_row` compressing a taken row."""
+    record, verdict = item
+    if verdict is not None:
+        return Skipped(verdict)
+    if record.error is not None:
+        return Rejected(record, record.error.reason, record.error.detail)
+    return routed(record, await compress_row(record.row))
+
+
+def shown_as(result: Written | Rejected | Skipped) -> str | None:
+    """The progress bar's count a result adds to: compressed, unchanged, failed or rejected (None: skipped)."""
+    if isinstance(result, Rejected):
+        return "rejected"
+    if isinstance(result, Written):
+        return {Outcome.COMPRESSED: "compressed", Outcome.FAILED: "failed"}.get(result.metrics.outcome, "unchanged")
+    return None

@@ -1,22 +1,22 @@
-"""Worker processes for a local run: rows go out to N processes, each with its own row core, and come back.
+"""Worker processes for a local run: rows, or whole parts, go out to N processes, each with its own row core.
 
 One Python process runs a row core's Python work (planning, identifiers, assembly) on one core
-whatever the machine; `processing.num_workers` spreads the rows over several. The main process
-keeps everything that decides the output's bytes: it reads the rows, keeps their order
-(ordered.ordered_map), writes the parts and checkpoints and the report. A worker only runs
-`compress_row` on the rows it is given, on its own event loop, with its own tokenizer, summarizer
-session and share of `max_concurrent_requests`.
+whatever the machine; `processing.num_workers` spreads the work over several, each worker on its own
+event loop, with its own tokenizer, summarizer session and share of `max_concurrent_requests`.
+A plain JSON Lines file goes by parts (part_work.py): a worker reads a part's lines, compresses and
+writes them, and sends back its figures; the main process only finds the parts' byte ranges and
+commits their checkpoints in order. Any other input goes row by row: the main process reads the
+rows, sends each to a worker, keeps their order (ordered.ordered_map) and writes the parts.
 
 Why plain processes and pipes, not a ProcessPoolExecutor: a pool's process runs one call at a
 time, and a worker must have many rows in flight at once (their summaries wait on the network).
 Processes are spawned, never forked: the main process has threads (tokenizer counting, readers).
-
 The summary cache is shared: in a folder each worker appends to a segment of its own (summary_cache.py).
 
 Stopping: workers ignore SIGINT and SIGTERM (a terminal's Ctrl-C and many schedulers signal the
 whole process group) and leave stopping to the main process, which sends each a stop, waits for
 it, and kills one that does not go within STOP_GRACE seconds. A worker whose main process died
-(kill -9) sees its pipe close and stops by itself.
+(kill -9) sees its pipe close and stops by itself (a part it was writing is dropped).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from ..core.config import CompressionConfig, ConfigError
 from ..core.tokens import TokenCounter
 from ..summarizers import make_summarizer
 from .batch_answers import BatchAnswered
+from .part_work import PartDone, PartTask, compress_part
 from .summary_cache import CachedSummarizer, open_cache
 
 STOP_GRACE = 10.0  # seconds a worker has to finish closing (its HTTP session, the cache) once told to stop
@@ -98,9 +99,9 @@ async def _serve(inbox: Connection, outbox: Connection, core: TrajectoryCompress
     threading.Thread(target=_receive, args=(inbox, loop, messages.put_nowait), daemon=True).start()
     running: set[asyncio.Task] = set()
 
-    async def one(key: int, row: Any) -> None:
-        try:
-            result = await core.compress_row(row)
+    async def one(key: int, work: Any) -> None:
+        try:  # a row, or a whole part (part_work.py)
+            result = await (compress_part(core, work) if isinstance(work, PartTask) else core.compress_row(work))
         except Exception as exc:  # as in one process: the error reaches the run, which stops
             reply = ("error", key, _portable(exc))
         else:
@@ -218,7 +219,14 @@ class WorkerPool:
                          name=f"trajcomp-worker-{index}-results").start()
 
     async def compress_row(self, row: Any) -> RowResult:
-        """The row's result from the worker holding the fewest rows."""
+        """The row's result from the worker holding the fewest rows (or parts)."""
+        return await self._ask(row)
+
+    async def compress_part(self, task: PartTask) -> PartDone:
+        """The part computed and written by the worker holding the fewest parts (part_work.py)."""
+        return await self._ask(task)
+
+    async def _ask(self, work: Any) -> Any:
         if self._broken is not None:
             raise self._broken
         index = min(range(self.workers), key=self._loads.__getitem__)
@@ -227,7 +235,7 @@ class WorkerPool:
         self._pending[key] = (future, index)
         self._loads[index] += 1
         try:
-            if not _send(self._pipes[index], (key, row)):
+            if not _send(self._pipes[index], (key, work)):
                 raise self._broken or WorkerDied(f"worker process {index} is gone")
             return await future
         finally:
@@ -320,12 +328,8 @@ def _collect(conn: Connection, proc: multiprocessing.Process, loop: asyncio.Abst
 
 
 def _resolve(future: asyncio.Future, value: Any, failed: bool = False) -> None:
-    if future.done():
-        return
-    if failed:
-        future.set_exception(value)
-    else:
-        future.set_result(value)
+    if not future.done():
+        (future.set_exception if failed else future.set_result)(value)
 
 
 @contextmanager
@@ -389,8 +393,6 @@ def _latency(values: list[dict[str, int]], weights: list[int]) -> dict[str, int]
     for name in values[0]:
         if name == "max":
             out[name] = max(v[name] for v in values)
-        elif total:
-            out[name] = round(sum(v[name] * w for v, w in zip(values, weights)) / total)
         else:
-            out[name] = 0
+            out[name] = round(sum(v[name] * w for v, w in zip(values, weights)) / total) if total else 0
     return out

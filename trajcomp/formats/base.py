@@ -38,8 +38,13 @@ class InputError(RuntimeError):
 
 def read_checked(fmt: "Format", path: Path) -> Iterator[Record]:
     """fmt.read(path), its errors turned into InputError naming the file."""
+    return checked(path, lambda: fmt.read(path))
+
+
+def checked(path: Path, read: Callable[[], Iterator[Any]]) -> Iterator[Any]:
+    """What `read()` yields from `path`, its errors turned into InputError naming the file."""
     try:
-        yield from fmt.read(path)
+        yield from read()
     except (ValueError, OSError, EOFError) as exc:
         raise InputError(_named(path, exc)) from None
 

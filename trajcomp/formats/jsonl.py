@@ -46,11 +46,63 @@ def as_record(source: str, number: int, raw: str, row: Any) -> Record:
     return Record(source, number, raw, row=row)
 
 
-def read_lines(source: str, handle: IO[bytes]) -> Iterator[Record]:
-    """Records of a binary stream of JSON Lines; blank lines are skipped (they are not rows)."""
-    for number, data in enumerate(handle, 1):
+def read_lines(source: str, handle: Iterable[bytes], first: int = 1) -> Iterator[Record]:
+    """Records of a binary stream of JSON Lines, its first line numbered `first`; blank lines are
+    skipped (they are not rows)."""
+    for number, data in enumerate(handle, first):
         if data.strip():
             yield parse_line(source, number, data)
+
+
+def part_ranges(path: Path, rows: int) -> Iterator[tuple[int, int, int]]:
+    """(first byte, end byte, first line number) of each run of `rows` records of a plain JSON Lines
+    file, the last maybe shorter: the lines a part of `rows` input rows reads, found without parsing
+    a row or copying a line (a blank line is no record, as in read_lines, and goes with the part
+    after it)."""
+    with open(path, "rb") as handle:
+        yield from _ranges(handle, rows)
+
+
+_BLANK = frozenset(b" \t\n\r\x0b\x0c")  # what bytes.strip() and bytes.isspace() take for whitespace
+_CHUNK = 1 << 20
+
+
+def _ranges(handle: IO[bytes], rows: int) -> Iterator[tuple[int, int, int]]:
+    start = offset = count = 0  # offset: where the chunk begins in the file
+    first = number = 1
+    blank = True  # the current line, so far, is whitespace only (read_lines: `not data.strip()`)
+    while chunk := handle.read(_CHUNK):
+        pos = 0
+        while pos < len(chunk):
+            newline = chunk.find(b"\n", pos)
+            stop = newline + 1 if newline >= 0 else len(chunk)
+            blank = blank and chunk[pos] in _BLANK and chunk[pos:stop].isspace()  # a line rarely starts blank
+            if newline < 0:  # the line goes on in the next chunk
+                break
+            if not blank:
+                count += 1
+                if count == rows:
+                    yield start, offset + stop, first
+                    start, first, count = offset + stop, number + 1, 0
+            pos, number, blank = stop, number + 1, True
+        offset += len(chunk)
+    count += not blank  # a last line without its newline
+    if count:
+        yield start, offset, first
+
+
+def read_range(path: Path, start: int, end: int, first: int) -> Iterator[Record]:
+    """The records of bytes [start, end) of a plain JSON Lines file whose line `first` begins at `start`:
+    the same Records, line numbers and errors as `JSONL.read` gives for those lines."""
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        yield from read_lines(str(path), _lines_within(handle, end - start), first)
+
+
+def _lines_within(handle: IO[bytes], size: int) -> Iterator[bytes]:
+    while size > 0 and (data := handle.readline()):
+        size -= len(data)
+        yield data
 
 
 def dumps(row: Any) -> bytes:

@@ -1,0 +1,120 @@
+"""Parts as the unit of work (`--workers N` on a plain JSON Lines file): the workers read, compress and
+write whole parts, the main process parses no row, and the parts, selection and bytes are the row
+path's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import ROOT, SAMPLES, run_cli, write_jsonl
+
+from trajcomp.cli.commands import main
+from trajcomp.formats import jsonl
+from trajcomp.formats.jsonl import JSONL, part_ranges, read_range
+
+# ---- the parts' byte ranges: the same records as one read of the file, `rows` to a part ------------
+
+LINES = st.one_of(
+    st.builds(lambda i: json.dumps({"id": i, "text": "é" * (i % 3)}), st.integers(0, 99)),
+    st.sampled_from(["", "   ", "\t\r", "not json {", "[1, 2]", '"text"', '{"id": "\\ud800"}']),
+)
+
+
+def seen(record) -> tuple:
+    error = record.error and (record.error.reason, record.error.detail)
+    return record.source, record.line, record.raw, record.row, error
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(LINES, max_size=30), rows=st.integers(1, 6), crlf=st.booleans(), last_newline=st.booleans(),
+       chunk=st.sampled_from([1, 2, 3, 7, 64, jsonl._CHUNK]))
+def test_part_ranges_cut_the_records_every_rows_as_one_read_does(tmp_path_factory, lines, rows, crlf, last_newline,
+                                                                 chunk):
+    path = tmp_path_factory.mktemp("ranges") / "in.jsonl"
+    end = "\r\n" if crlf else "\n"
+    path.write_bytes((end.join(lines) + (end if last_newline and lines else "")).encode("utf-8"))
+    whole = [seen(r) for r in JSONL.read(path)]
+    default, jsonl._CHUNK = jsonl._CHUNK, chunk  # the scan's reads end anywhere in a line
+    try:
+        ranges = list(part_ranges(path, rows))
+    finally:
+        jsonl._CHUNK = default
+    parts = [[seen(r) for r in read_range(path, *span)] for span in ranges]
+    assert [r for part in parts for r in part] == whole  # the same lines, numbers, rows and errors
+    assert [len(part) for part in parts] == [min(rows, len(whole) - k) for k in range(0, len(whole), rows)]
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))  # no byte read twice, none left out
+
+
+# ---- whole runs: the row path's bytes, and no row parsed in the main process -------------------------
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> Path:
+    """The sample rows with a bad line, blank lines and a last line without its newline."""
+    lines = (SAMPLES / "hermes_research_runs.jsonl").read_text(encoding="utf-8").splitlines()[:14]
+    lines[3:3] = ["", '{"id": "broken", "conversations": [', "  "]
+    lines.insert(9, "[1, 2]")
+    path = tmp_path_factory.mktemp("data") / "in.jsonl"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+def run(out: Path, src: Path, *flags: str) -> dict:
+    """trajcomp compress in this process (the workers are spawned: they import trajcomp afresh)."""
+    with pytest.raises(SystemExit) as exit:
+        main(["compress", str(src), "-c", str(ROOT / "configs" / "demo.yaml"), "-o", str(out), "-q", *flags])
+    assert exit.value.code == 0
+    report = json.loads((out.parent / "out_metrics.json").read_text())
+    kept = {k: v for k, v in report.items() if k != "processing"}
+    kept["config"]["processing"].pop("num_workers")
+    return kept
+
+
+SETTINGS = {
+    "2 rows a part": ("--checkpoint-rows", "2"),
+    "a 60% sample, 3 rows a part": ("--checkpoint-rows", "3", "--sample-percent", "60", "--seed", "7"),
+    "shard 1 of 2, 4 rows a part": ("--checkpoint-rows", "4", "--num-shards", "2", "--shard-index", "1"),
+}
+
+
+@pytest.mark.parametrize("flags", list(SETTINGS.values()), ids=list(SETTINGS))
+def test_two_workers_take_whole_parts_and_write_the_row_paths_bytes(tmp_path, dataset, monkeypatch, flags):
+    one = run(tmp_path / "one" / "out.jsonl", dataset, *flags, "--workers", "1")
+    parsed = []
+    parse_line = jsonl.parse_line
+    monkeypatch.setattr(jsonl, "parse_line", lambda *a: parsed.append(a[1]) or parse_line(*a))
+    two = run(tmp_path / "two" / "out.jsonl", dataset, *flags, "--workers", "2")
+    assert parsed == []  # this process read no row: the workers did
+    assert two == one
+    for name in ("out.jsonl", "out_rejects.jsonl"):
+        assert (tmp_path / "two" / name).read_bytes() == (tmp_path / "one" / name).read_bytes()
+    assert one["rows"]["read"] == 16 and one["rows"]["rejected"] >= 1
+
+
+def test_a_failing_endpoint_stops_two_workers_resumably(tmp_path, bpe_tokenizer):
+    """The failure streak counts the parts' summaries in input order: the run stops, the parts holding
+    the failures are undone, and the resumed run writes the bytes of a run that never failed. Twice:
+    a streak across two parts of 3 rows, and one within each part of 6 (whose worker stops it early)."""
+    from openai_server import ServerThread
+    from test_resume import args, hermes_row, reference_run, write_limit
+
+    src = write_jsonl(tmp_path / "data.jsonl", [hermes_row(i) for i in range(12)])
+    with ServerThread(latency=0.05) as server:
+        ref = reference_run(tmp_path, src, bpe_tokenizer, server.base_url)
+        for limit, part_rows in ((4, "3"), (2, "6")):
+            flags = ("--max-retries", "0", "--retry-delay", "0", "--workers", "2", "--checkpoint-rows", part_rows,
+                     "-c", str(write_limit(tmp_path, limit)))
+            server.set_faults(fail_first_n=10_000, fail_status=503)
+            out = tmp_path / f"run{limit}" / "out.jsonl"
+            down = run_cli(*args(src, out, bpe_tokenizer, server.base_url, *flags))
+            assert down.code == 1 and f"{limit} summaries in a row failed" in down.stderr and "resume" in down.stderr
+            assert not out.exists() and not list((out.parent / ".out.jsonl.trajcomp-work").glob("file-*/*.done.json"))
+            server.set_faults(fail_first_n=0)
+            back = run_cli(*args(src, out, bpe_tokenizer, server.base_url, *flags))
+            assert back.code == 0, back.stderr
+            assert out.read_bytes() == ref.read_bytes()

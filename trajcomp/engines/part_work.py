@@ -1,0 +1,90 @@
+"""Parts as the unit of work: a worker process reads a whole part of a plain JSON Lines file itself,
+compresses its rows, writes the part's files and hands back only its figures.
+
+The run's process (the coordinator, pipeline.py) then parses no row: it finds where each part's
+lines begin (formats/jsonl.py `part_ranges`, a scan for newlines), sends each range to a worker
+(workers.py), and writes the parts' checkpoints in part order as their figures come back, so a
+killed run never leaves a checkpoint after a gap. A part covers the same input lines, selects the
+same rows (selection.py decides by file and line) and writes the same bytes (parts.py `Part`, the
+same writer) as on the row-by-row path.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from ..formats import format_for
+from ..formats.base import checked
+from ..formats.jsonl import read_range
+from .checkpoint import WorkDir
+from .failures import counted
+from .ordered import ordered_map
+from .parts import Part
+from .results import settled, shown_as
+from .selection import Selection, Taker
+
+
+@dataclass(frozen=True)
+class PartTask:
+    """What a worker needs to compute part `index` of file `file_index`: bytes [start, end) of `input`,
+    whose first line is line `first`."""
+
+    work: Path  # the run's work folder
+    file_index: int
+    index: int
+    input: Path
+    output: Path  # its suffix picks the part's writer
+    key: str  # the input's name for the selection
+    selection: Selection
+    start: int
+    end: int
+    first: int
+    max_running: int  # the part's rows in flight in the worker (ordered.ordered_map)
+    max_held: int
+    streak_limit: int  # max_consecutive_failures: a part failing that often in a row stops early
+
+
+@dataclass(frozen=True)
+class PartDone:
+    """A part's figures: its checkpoint (None when it stopped early), its rows by the progress bar's
+    kinds, and its summaries in order, (failed, error) each, for the run's failure streak."""
+
+    index: int
+    checkpoint: dict[str, Any] | None
+    shown: dict[str, int] = field(default_factory=dict)
+    summaries: list[tuple[bool, str | None]] = field(default_factory=list)
+
+
+async def compress_part(core, task: PartTask) -> PartDone:
+    """The part read, compressed by `core` (a TrajectoryCompressor) and written, in input order, into
+    its files; its checkpoint comes back to be committed. It stops early, writing nothing, once its
+    own summaries failed `streak_limit` times in a row (the run stops there anyway)."""
+    part = Part(WorkDir(task.work, {}), task.file_index, task.index, format_for(task.output), None)
+    read = partial(read_range, task.input, task.start, task.end, task.first)
+    records = Taker(task.selection).select(task.key, checked(task.input, read))
+    shown: Counter = Counter()
+    summaries: list[tuple[bool, str | None]] = []
+    failing = 0
+    try:
+        async with aclosing(ordered_map(records, partial(settled, compress_row=core.compress_row),
+                                        task.max_running, task.max_held)) as results:
+            async for result in results:
+                step = counted(getattr(result, "metrics", None))
+                if step is not None:
+                    summaries.append(step)
+                    failing = failing + 1 if step[0] else 0
+                    if task.streak_limit and failing >= task.streak_limit:
+                        part.abort()
+                        return PartDone(task.index, None, dict(shown), summaries)
+                part.add(result)
+                if (kind := shown_as(result)) is not None:
+                    shown[kind] += 1
+    except BaseException:
+        part.abort()
+        raise
+    return PartDone(task.index, part.close(), dict(shown), summaries)
