@@ -169,6 +169,7 @@ def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool, html: b
     from ..engines.pipeline import Runner, build_rows
     from ..engines.workers import WorkerDied
     from ..formats.base import InputError
+    from ..core.summarizer import SummaryPending
     from ..summarizers.http import APIError, PreflightError
 
     try:
@@ -184,6 +185,8 @@ def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool, html: b
         fail(staged.named(str(exc)), EXIT_FAILED)
     except APIError as exc:  # the batch endpoint: the batches submitted are recorded, a rerun waits on them
         fail(f"{exc}{_resume_hint(layout)}", EXIT_FAILED)
+    except SummaryPending:  # the batches' answers not yet seen by every process: another round will see them
+        fail(f"a summary was still to be bought after the batches{_resume_hint(layout)}", EXIT_FAILED)
     except WorkerDied as exc:
         fail(f"{exc}{_resume_hint(layout)}", EXIT_FAILED)
     except DamagedPart as exc:  # a part that fails its check again and again: the work folder's storage

@@ -148,18 +148,24 @@ class BatchBuyer:
         """Plan every row; submit each batch file as soon as it is full (the provider starts on it while
         the round goes on). Returns the requests submitted."""
         c, submitted, filling = self.config, 0, None
-        async for key, body in pending_requests(self.layout, self.selection, self.rows, self.max_running, self.max_held):
-            if self.cache.get(key) is not None:  # bought since the row was planned: never bought twice
-                continue
-            line = request_line(key, body)
-            if filling is not None and not filling.fits(line, c.batch_max_requests, c.batch_max_bytes):
-                await self._submit(filling)
-                filling = None
-            if filling is None:
-                entry = {"name": f"{len(self.ledger.entries) + 1:05d}.jsonl", "requests": 0}
-                filling = Filling(AtomicFile(self.ledger.input_file(entry)), entry)
-            filling.add(line)
-            submitted += 1
+        try:
+            async for key, body in pending_requests(self.layout, self.selection, self.rows, self.max_running,
+                                                    self.max_held):
+                if self.cache.get(key) is not None:  # bought since the row was planned: never bought twice
+                    continue
+                line = request_line(key, body)
+                if filling is not None and not filling.fits(line, c.batch_max_requests, c.batch_max_bytes):
+                    await self._submit(filling)
+                    filling = None
+                if filling is None:
+                    entry = {"name": f"{len(self.ledger.entries) + 1:05d}.jsonl", "requests": 0}
+                    filling = Filling(AtomicFile(self.ledger.input_file(entry)), entry)
+                filling.add(line)
+                submitted += 1
+        except BaseException:
+            if filling is not None:  # the file being filled was never recorded: nothing of it is left
+                filling.file.abort()
+            raise
         if filling is not None:
             await self._submit(filling)
         return submitted
@@ -172,7 +178,7 @@ class BatchBuyer:
             await self._api.open()
         return self._api
 
-    async def _submit(self, filling: "Filling") -> None:
+    async def _submit(self, filling: Filling) -> None:
         """A batch file put in place whole, recorded, then uploaded and submitted."""
         filling.file.commit()
         self.ledger.entries.append(filling.entry)
