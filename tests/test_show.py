@@ -17,7 +17,6 @@ from conftest import DEMO_TOKENIZER, read_jsonl, run_cli
 from test_cli import hermes_rows, write_lines
 from trajcomp.cli.commands import main
 from trajcomp.core.tokens import TokenCounter
-from trajcomp.reports.pairing import PairingError
 from trajcomp.reports.rows import Choice, run_of, views
 
 TARGET = 2500
