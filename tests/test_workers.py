@@ -22,7 +22,8 @@ from test_resume import args, cached_summaries, freeze, hermes_row, thaw, wait_f
 
 from trajcomp.core.batching import usable_cores
 from trajcomp.core.config import CompressionConfig
-from trajcomp.engines.workers import merged_stats, shares, worker_count
+from trajcomp.engines.together import merged_stats
+from trajcomp.engines.workers import shares, worker_count
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import make_golden  # noqa: E402

@@ -1,12 +1,12 @@
-"""Parts as the unit of work: a worker process reads a whole part of a plain JSON Lines file itself,
-compresses its rows, writes the part's files and hands back only its figures.
+"""Parts as the unit of work: a worker process or Ray actor reads a whole part of a file that splits
+(a Format's `spans`) itself, compresses its rows, writes the part's files and hands back only its figures.
 
-The run's process (the coordinator, pipeline.py) then parses no row: it finds where each part's
-lines begin (formats/jsonl.py `part_ranges`, a scan for newlines), sends each range to a worker
-(workers.py), and writes the parts' checkpoints in part order as their figures come back, so a
-killed run never leaves a checkpoint after a gap. A part covers the same input lines, selects the
-same rows (selection.py decides by file and line) and writes the same bytes (parts.py `Part`, the
-same writer) as on the row-by-row path.
+The run's process (the coordinator, pipeline.py) then parses no row: it finds where each part lies
+(for JSON Lines, `part_ranges`, a scan for newlines), sends each span to a worker (workers.py,
+ray.py), and writes the parts' checkpoints in part order as their figures come back, so a killed
+run never leaves a checkpoint after a gap. A part covers the same input rows, selects the same rows
+(selection.py decides by file and line) and writes the same bytes (parts.py `Part`, the same writer)
+as on the row-by-row path.
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..formats import format_for
-from ..formats.base import checked
-from ..formats.jsonl import read_range
+from ..formats.base import checked, input_schema
 from .checkpoint import WorkDir
 from .failures import counted
 from .ordered import ordered_map
@@ -31,8 +30,8 @@ from .selection import Selection, Taker
 
 @dataclass(frozen=True)
 class PartTask:
-    """What a worker needs to compute part `index` of file `file_index`: bytes [start, end) of `input`,
-    whose first line is line `first`."""
+    """What a worker needs to compute part `index` of file `file_index`: `span` of `input` (absolute
+    paths: a Ray actor runs in another folder)."""
 
     work: Path  # the run's work folder
     file_index: int
@@ -41,9 +40,7 @@ class PartTask:
     output: Path  # its suffix picks the part's writer
     key: str  # the input's name for the selection
     selection: Selection
-    start: int
-    end: int
-    first: int
+    span: tuple  # where the part's rows lie, as the input's Format.spans gave it
     max_running: int  # the part's rows in flight in the worker (ordered.ordered_map)
     max_held: int
     streak_limit: int  # max_consecutive_failures: a part failing that often in a row stops early
@@ -64,8 +61,10 @@ async def compress_part(core, task: PartTask) -> PartDone:
     """The part read, compressed by `core` (a TrajectoryCompressor) and written, in input order, into
     its files; its checkpoint comes back to be committed. It stops early, writing nothing, once its
     own summaries failed `streak_limit` times in a row (the run stops there anyway)."""
-    part = Part(WorkDir(task.work, {}), task.file_index, task.index, format_for(task.output), None)
-    read = partial(read_range, task.input, task.start, task.end, task.first)
+    reader = format_for(task.input)
+    part = Part(WorkDir(task.work, {}), task.file_index, task.index, format_for(task.output),
+                input_schema(reader, task.input))
+    read = partial(reader.read_span, task.input, task.span)
     records = Taker(task.selection).select(task.key, checked(task.input, read))
     shown: Counter = Counter()
     summaries: list[tuple[bool, str | None]] = []

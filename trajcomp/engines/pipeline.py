@@ -22,7 +22,6 @@ from ..core.config import CompressionConfig
 from ..core.metrics import Aggregate
 from ..formats import Record, format_for, identity
 from ..formats.base import InputError, checked, input_schema, read_checked, write_json
-from ..formats.jsonl import JSONL, part_ranges
 from ..reports.schema import Batches, Report
 from ..version import __version__
 from .batch import BatchBuyer
@@ -202,27 +201,30 @@ class Runner:
         raise DamagedPart(f"{damaged[1]}, again after {JOIN_ATTEMPTS} attempts: the storage under "
                           f"{self.layout.work} loses writes")
 
-    def whole_parts(self, job: FileJob, finished: int) -> Iterator[tuple[int, tuple[int, int, int]]] | None:
-        """The file's remaining parts (index, byte range) when worker processes take them whole
+    async def whole_parts(self, job: FileJob, finished: int) -> Iterator[tuple[int, tuple]] | None:
+        """The file's remaining parts (index, span) when worker processes or Ray actors take them whole
         (part_work.py), this process parsing no row; None when its rows go one by one through this
-        process. The only place that decides it: a plain local JSON Lines file (a byte range is cheap
-        to find and to read), --workers N >= 2, at least N parts left (fewer would leave workers
+        process. The only place that decides it: a local file whose format splits (a span is cheap
+        to find and to read), workers that can read it and the work folder (Ray actors on other
+        nodes need shared storage), at least one part left per worker (fewer would leave workers
         idle: rows spread better), and nothing that needs rows counted or seen here: no --limit (it
         counts taken rows across files), no summarization.batch (it buys every row's summaries
         first), no object storage (inputs staged under another name, mirrored outputs and work)."""
-        if not (isinstance(self.compressor, WorkerPool) and format_for(job.input) is JSONL
+        reader = format_for(job.input)
+        if not (reader.splits and hasattr(self.compressor, "compress_part")
                 and job.source is None and job.dest is None and self.layout.work_mirror is None
-                and self.options.selection.limit is None and not self.config.batch):
+                and self.options.selection.limit is None and not self.config.batch
+                and await self.compressor.reads(job.input.resolve(), self.work.path.resolve())):
             return None
-        ranges = islice(enumerate(checked(job.input, lambda: part_ranges(job.input, self.options.checkpoint_rows))),
-                        finished, None)
+        spans = checked(job.input, lambda: reader.spans(job.input, self.options.checkpoint_rows))
+        ranges = islice(enumerate(spans), finished, None)
         ahead = list(islice(ranges, self.compressor.workers))  # the scan goes no further than it must
         return chain(ahead, ranges) if len(ahead) == self.compressor.workers else None
 
     async def _write_parts(self, index: int, job: FileJob, reader, writer, schema, taken_before: int) -> None:
         """The file's rows from its first unfinished part on, into parts each made to count by its checkpoint."""
         finished = [(c["records"], c["taken"]) for c in self.work.checkpoints(index)]
-        if (parts := self.whole_parts(job, len(finished))) is not None:
+        if (parts := await self.whole_parts(job, len(finished))) is not None:
             return await self._write_whole_parts(index, job, parts)
         self.taker.taken = taken_before + sum(taken for _, taken in finished)
         done = sum(records for records, _ in finished)
@@ -249,8 +251,9 @@ class Runner:
         summaries counted in order by the failure streak, its rows shown on the progress bar at once."""
         in_flight = 2 * self.compressor.workers  # a worker starts its next part while its last rows finish
         held = max(1, self.max_held // in_flight)
-        tasks = (PartTask(self.work.path, index, k, job.input, job.output, job.key, self.options.selection,
-                          *span, min(self.max_running, held), held, self.config.max_consecutive_failures)
+        tasks = (PartTask(self.work.path.resolve(), index, k, job.input.resolve(), job.output, job.key,
+                          self.options.selection, span, min(self.max_running, held), held,
+                          self.config.max_consecutive_failures)
                  for k, span in parts)
         async with aclosing(ordered_map(tasks, self.compressor.compress_part, in_flight, in_flight)) as done_parts:
             async for done in done_parts:

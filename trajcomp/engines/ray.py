@@ -23,7 +23,8 @@ from ..core.config import CompressionConfig, ConfigError, as_config
 from ..core.tokens import TokenCounter
 from ..formats.arrow_rows import batch_rows, to_table
 from .hf import METRICS_COLUMN_TYPE, core, metrics_value
-from .workers import Together, WorkerDied, build_core, shares
+from .together import Together
+from .workers import WorkerDied, build_core, shares
 
 # Actors ask for part of a CPU: a whole one each leaves none for Ray Data's read and write tasks
 # (`compress`) and, on nodes of one CPU, places one actor a node at most.

@@ -67,9 +67,19 @@ class Format:
 
     suffix: str = ""
     writable: bool = True
+    splits: bool = False  # `spans` finds where runs of rows lie without reading them: a worker reads its own
 
     def read(self, path: Path) -> Iterator[Record]:
         """Every row of the file in order; unreadable rows come as Records with an error."""
+        raise NotImplementedError
+
+    def spans(self, path: Path, rows: int) -> Iterator[tuple]:
+        """Where each run of `rows` records lies in the file (the last maybe shorter), as `read_span`
+        takes it: found without parsing a row. Only for formats that split."""
+        raise NotImplementedError
+
+    def read_span(self, path: Path, span: tuple) -> Iterator[Record]:
+        """The records of one span: the same Records, numbers and errors `read` gives for them."""
         raise NotImplementedError
 
     def schema(self, path: Path) -> Any:

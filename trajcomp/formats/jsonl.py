@@ -115,10 +115,17 @@ def encode_rows(rows: Iterable[dict[str, Any]]) -> bytes:
 
 class JsonlFormat(Format):
     suffix = ".jsonl"
+    splits = True
 
     def read(self, path: Path) -> Iterator[Record]:
         with open(path, "rb") as handle:
             yield from read_lines(str(path), handle)
+
+    def spans(self, path: Path, rows: int) -> Iterator[tuple[int, int, int]]:
+        return part_ranges(path, rows)
+
+    def read_span(self, path: Path, span: tuple) -> Iterator[Record]:
+        return read_range(path, *span)
 
     def write_part(self, path: Path, rows: Sequence[dict[str, Any]], schema: Any = None) -> None:
         with AtomicFile(path) as out:
