@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -28,10 +29,13 @@ import ray
 from conftest import ROOT, SAMPLES, machine_lock, read_jsonl, run_cli, write_jsonl
 from openai_server import ServerThread
 from test_openai_summarizer import MODEL, NO_KEY_ENV, SUMMARY_TARGET, TARGET, hermes_rows
+from test_checked_parts import delete, overwrite, truncate
 from test_public_api import readme_examples, run_example, user_folder  # noqa: F401 (a fixture)
 from test_resume import args as resume_args, cached_summaries, freeze, hermes_row, start, thaw, wait_for_parts
+from trajcomp.cli.commands import main
 from trajcomp.core.compressor import TrajectoryCompressor
 from trajcomp.core.config import load_config
+from trajcomp.formats import jsonl
 import trajcomp.ray as trajcomp_ray
 
 CONFIG = ROOT / "configs" / "demo.yaml"
@@ -50,11 +54,12 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _ray_start(log: Path, *flags: str) -> subprocess.Popen:
-    """A Ray node in the foreground (--block), so that stopping it stops just this node."""
+def _ray_start(log: Path, *flags: str, within: tuple[str, ...] = ()) -> subprocess.Popen:
+    """A Ray node in the foreground (--block), so that stopping it stops just this node; `within`: a
+    command that runs it (as `within ray start ...`)."""
     ray_bin = Path(sys.executable).with_name("ray")
-    return subprocess.Popen([str(ray_bin), "start", "--block", "--num-cpus", "1", "--disable-usage-stats", *flags],
-                            stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+    return subprocess.Popen([*within, str(ray_bin), "start", "--block", "--num-cpus", "1", "--disable-usage-stats",
+                             *flags], stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
 
 
 @pytest.fixture(scope="module")
@@ -232,34 +237,50 @@ def test_openai_summaries_from_each_actors_session_equal_the_local_engine(cluste
     assert stats.models_requests == 1 + 2  # the driver's preflight, then one session per actor, opened once
 
 
-def test_driver_killed_with_sigkill_resumes_to_the_same_bytes_paying_no_summary_twice(cluster, bpe_tokenizer, tmp_path):
-    """A finished part torn after the kill is computed again (its summaries come from the cache)."""
-    src = write_jsonl(tmp_path / "data.jsonl", [hermes_row(i) for i in range(18)])
-    on_ray = ("--engine", "ray", "--ray-address", cluster)
+@pytest.fixture(scope="module")
+def ray_killed(cluster, bpe_tokenizer, tmp_path_factory):
+    """A reference run on one process, and a copy of what a Ray run whose actors take whole parts
+    (18 rows, 3 a part, 2 actors) left when its driver was killed with SIGKILL after 2 parts."""
+    tmp = tmp_path_factory.mktemp("ray_killed")
+    src = write_jsonl(tmp / "data.jsonl", [hermes_row(i) for i in range(18)])
     with ServerThread(latency=0.15) as server:
-        ref = tmp_path / "ref" / "out.jsonl"
+        ref = tmp / "ref" / "out.jsonl"
         assert run_cli(*resume_args(src, ref, bpe_tokenizer, server.base_url, "--no-cache")).code == 0
         needed = sum(r["compression_metrics"]["was_compressed"] for r in read_jsonl(ref))
         assert needed == 18
         server.reset()
-        out = tmp_path / "run" / "out.jsonl"
-        proc = start(resume_args(src, out, bpe_tokenizer, server.base_url, *on_ray))
+        out = tmp / "run" / "out.jsonl"
+        proc = start(resume_args(src, out, bpe_tokenizer, server.base_url, "--engine", "ray", "--ray-address", cluster))
         wait_for_parts(out, 2, proc, timeout=240)
         freeze(server)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         assert not out.exists()
-        paid = cached_summaries(out.parent / "out_summary_cache")
+        time.sleep(2)  # Ray ends a dead driver's actors: let them go before the copy is taken
+        shutil.copytree(out.parent, tmp / "killed")
         thaw(server)
-        part = out.parent / ".out.jsonl.trajcomp-work" / "file-00000" / "part-000001.jsonl"
-        part.write_bytes(part.read_bytes()[: part.stat().st_size // 2])  # a committed part torn (checked parts)
-        again = run_cli(*resume_args(src, out, bpe_tokenizer, server.base_url, *on_ray), timeout=240)
-        assert again.code == 0, again.stderr
-        assert "warning: " in again.stderr and "part-000001.jsonl: size" in again.stderr
-    report = json.loads((out.parent / "out_metrics.json").read_text())
+        yield SimpleNamespace(src=src, ref=ref, out=out, server=server, tok=bpe_tokenizer, copy=tmp / "killed",
+                              needed=needed, paid=cached_summaries(tmp / "killed" / "out_summary_cache"))
+
+
+@pytest.mark.parametrize("damage", [truncate, overwrite, delete])
+def test_driver_killed_then_a_part_damaged_resumes_to_the_same_bytes_paying_no_summary_twice(ray_killed, cluster,
+                                                                                            damage):
+    """A finished part damaged after the kill is computed again (its summaries come from the cache)."""
+    k = ray_killed
+    shutil.rmtree(k.out.parent, ignore_errors=True)
+    shutil.copytree(k.copy, k.out.parent)
+    k.server.reset()
+    part = k.out.parent / ".out.jsonl.trajcomp-work" / "file-00000" / "part-000001.jsonl"
+    damage(part)
+    again = run_cli(*resume_args(k.src, k.out, k.tok, k.server.base_url, "--engine", "ray", "--ray-address", cluster),
+                    timeout=240)
+    assert again.code == 0, again.stderr
+    assert "trajcomp: warning: " in again.stderr and "part-000001.jsonl" in again.stderr
+    report = json.loads((k.out.parent / "out_metrics.json").read_text())
     assert report["processing"]["resumed"] is True and report["processing"]["rows_from_checkpoint"] == 3  # part 0
-    assert report["summarization"]["http_requests"] == needed - paid  # what was paid came from the cache
-    assert out.read_bytes() == ref.read_bytes()
+    assert report["summarization"]["http_requests"] == k.needed - k.paid  # what was paid came from the cache
+    assert k.out.read_bytes() == k.ref.read_bytes()
 
 
 def test_an_actor_killed_mid_run_loses_and_duplicates_no_row(cluster, bpe_tokenizer, tmp_path):
@@ -276,6 +297,51 @@ def test_an_actor_killed_mid_run_loses_and_duplicates_no_row(cluster, bpe_tokeni
         _, stderr = proc.communicate(timeout=240)
         assert proc.returncode == 0, stderr
     assert out.read_bytes() == ref.read_bytes()
+
+
+def test_actors_take_whole_parts_and_the_driver_parses_no_row(cluster, jsonl_inputs, tmp_path, monkeypatch):
+    """The run in this process (a driver of the cluster already): 9 records, 2 a part, 2 actors."""
+    src, flags = jsonl_inputs / "a.jsonl", ("--checkpoint-rows", "2")
+    _local(src, tmp_path / "l" / "a.jsonl", *flags)
+    parsed = []
+    parse_line = jsonl.parse_line
+    monkeypatch.setattr(jsonl, "parse_line", lambda *a: parsed.append(a[1]) or parse_line(*a))
+    with pytest.raises(SystemExit) as exit:
+        main(["compress", str(src), "-c", str(CONFIG), "-o", str(tmp_path / "r" / "a.jsonl"), "-q", "--no-cache",
+              "--engine", "ray", "--ray-address", cluster, *flags])
+    assert exit.value.code == 0
+    assert parsed == []  # the actors read every row
+    _same_files(tmp_path / "r" / "a.jsonl", tmp_path / "l" / "a.jsonl")
+
+
+def test_actors_that_cannot_read_the_input_get_its_rows_from_the_driver(cluster, jsonl_inputs, tmp_path):
+    """A third node that does not see the driver's folder (its own mount namespace, an empty tmpfs over
+    this test's folder), as a node without the shared storage: one warning, rows one by one, same bytes."""
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
+        pytest.skip("no mount namespaces here (unshare -m needs root): a node cannot be given its own files")
+    src = tmp_path / "a.jsonl"
+    shutil.copy(jsonl_inputs / "a.jsonl", src)
+    hide = ("unshare", "-m", "sh", "-c", f'mount -t tmpfs none "{tmp_path}" && exec "$0" "$@"')
+    log = Path(tempfile.mkdtemp(prefix="ray-node-")) / "node.log"
+    node = _ray_start(log, "--address", cluster, "--node-ip-address", "127.0.0.1", within=hide)
+    try:
+        deadline = time.monotonic() + 120
+        while not _alive(cluster, 3):
+            assert node.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(1)
+        _local(src, tmp_path / "l" / "a.jsonl", "--checkpoint-rows", "2")
+        result = run_cli("compress", str(src), "-c", str(CONFIG), "-o", str(tmp_path / "r" / "a.jsonl"), "--json",
+                         "--no-cache", "--engine", "ray", "--ray-address", cluster, "--ray-concurrency", "3",
+                         "--checkpoint-rows", "2", timeout=240)
+    finally:
+        os.killpg(node.pid, signal.SIGTERM)
+        node.wait(30)
+        shutil.rmtree(log.parent, ignore_errors=True)
+    assert result.code == 0, result.stderr
+    assert json.loads(result.stdout)["processing"]["ray_nodes"] == 3
+    (warning,) = [line for line in result.stderr.splitlines() if "warning" in line]
+    assert "cannot read" in warning and str(src) in warning
+    _same_files(tmp_path / "r" / "a.jsonl", tmp_path / "l" / "a.jsonl")
 
 
 async def _core(config, rows):

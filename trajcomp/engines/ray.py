@@ -1,9 +1,12 @@
 """Ray engine: the row core on Ray actors, for runs that need many machines (the `[ray]` extra).
 
 `compress(ds, config)` maps a Ray Dataset (Ray Data reads and writes, actors compress).
-`RayPool` is `trajcomp compress --engine ray`: the local engine's run (reading, selection, order,
-checkpoints, resume, the report) with its rows compressed by actors spread over the cluster's
-nodes instead of by local worker processes. This is the only module that imports ray.
+`RayPool` is `trajcomp compress --engine ray`: the local engine's run (order, checkpoints, resume,
+the report) with its rows compressed by actors spread over the cluster's nodes instead of by local
+worker processes. Where every actor reads the input and the work folder as the driver does (shared
+storage; always on one machine), actors take whole parts (part_work.py): each reads its part of the
+input, writes the part's files and hands back only its figures; otherwise rows go one by one
+through the driver. This is the only module that imports ray.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import secrets
 import socket
 from pathlib import Path
 from typing import Any, Mapping
@@ -21,8 +25,11 @@ import ray
 from ..core.compressor import RowResult, TrajectoryCompressor
 from ..core.config import CompressionConfig, ConfigError, as_config
 from ..core.tokens import TokenCounter
+from ..formats import identity
 from ..formats.arrow_rows import batch_rows, to_table
 from .hf import METRICS_COLUMN_TYPE, core, metrics_value
+from .part_work import PartDone, PartTask, compress_part
+from .progress import warn
 from .together import Together
 from .workers import WorkerDied, build_core, shares
 
@@ -129,6 +136,21 @@ class _CoreActor:
         await self.start()
         return await self.core.compress_row(row), self.core.summarizer.live()
 
+    async def compress_part(self, task: PartTask) -> tuple[PartDone, dict[str, int]]:
+        await self.start()
+        return await compress_part(self.core, task), self.core.summarizer.live()
+
+    def sees(self, path: str, size_and_time: tuple[int, int], probe: str, token: str) -> bool:
+        """Whether this node has the driver's file at `path` and its work folder: the token the driver
+        wrote in `probe` read here, and this actor's answer written beside it for the driver to read."""
+        try:
+            if tuple(identity(Path(path))) != tuple(size_and_time) or Path(probe).read_text() != token:
+                return False
+            Path(f"{probe}.{os.getpid()}").write_text(token)
+            return True
+        except OSError:
+            return False
+
     async def stop(self) -> dict[str, Any]:
         await self.core.close()
         return self.core.summarizer.run_stats()
@@ -164,6 +186,7 @@ class RayPool:
         self._actors: list[Any] = []
         self._loads: list[int] = []
         self._began_ray = False
+        self._shared: dict[tuple[Path, Path], bool] = {}  # (input, work folder) -> every actor sees them
 
     async def start(self) -> None:
         preflight = TrajectoryCompressor(self.configs[0], self.counter)
@@ -187,14 +210,44 @@ class RayPool:
 
     async def compress_row(self, row: Any) -> RowResult:
         """The row's result from the actor holding the fewest rows; a retried call is answered once."""
+        return await self._ask("compress_row", row)
+
+    async def compress_part(self, task: PartTask) -> PartDone:
+        """The part computed and written by the actor holding the fewest parts (part_work.py)."""
+        return await self._ask("compress_part", task)
+
+    async def _ask(self, method: str, work: Any) -> Any:
         index = min(range(len(self._actors)), key=self._loads.__getitem__)
         self._loads[index] += 1
         try:
-            result, live = await self._call(self._actors[index].compress_row, row)
+            result, live = await self._call(getattr(self._actors[index], method), work)
         finally:
             self._loads[index] -= 1
         self.summarizer.lives[index] = live
         return result
+
+    async def reads(self, path: Path, work: Path) -> bool:
+        """Whether every actor reads `path` and the work folder as this process does (shared storage,
+        or one machine), so that they take whole parts; said once when they do not."""
+        if (path, work) not in self._shared:
+            self._shared[path, work] = shared = await self._all_see(path, work)
+            if not shared:
+                warn(f"some Ray actors cannot read {path} or the work folder {work} where this process does: "
+                     "its rows go through this process one by one (put both on storage every node mounts)")
+        return self._shared[path, work]
+
+    async def _all_see(self, path: Path, work: Path) -> bool:
+        token = secrets.token_hex(16)
+        probe = work / f"shared-{token[:8]}"
+        probe.write_text(token)
+        try:
+            seen = await asyncio.gather(*(self._call(a.sees, str(path), identity(path), str(probe), token)
+                                          for a in self._actors))
+            answers = {p.read_text() for p in work.glob(probe.name + ".*")}
+            return all(seen) and answers == {token}
+        finally:
+            for leftover in work.glob(probe.name + "*"):
+                leftover.unlink(missing_ok=True)
 
     async def _call(self, method, *args):
         """A remote call's value; the error a row core raised, as it raised it; WorkerDied when the
