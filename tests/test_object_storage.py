@@ -54,7 +54,8 @@ def s3(tmp_path_factory):
     (folder / "data").mkdir()
     proc = subprocess.Popen(
         [str(weed), "server", f"-dir={folder / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-s3",
-         f"-s3.port={ports['s3']}", f"-s3.config={identities}", f"-master.port={ports['master']}",
+         f"-s3.port={ports['s3']}", "-s3.port.iceberg=0", "-s3.port.lance=0",  # fixed ports by default: two servers would clash
+         f"-s3.config={identities}", f"-master.port={ports['master']}",
          f"-volume.port={ports['volume']}", f"-filer.port={ports['filer']}", "-volume.max=20",
          "-master.volumeSizeLimitMB=64"],
         stdout=open(folder / "log", "wb"), stderr=subprocess.STDOUT, start_new_session=True,
@@ -112,7 +113,9 @@ def test_s3_in_and_out_writes_what_a_local_path_run_writes(s3, tmp_path, engine)
     put(fs, f"bucket/{engine}/in.jsonl", src.read_bytes())
     local = run_cli("compress", str(src), "-c", str(CONFIG), "-o", str(tmp_path / "out.jsonl"), "-q")
     assert local.code == 0, local.stderr
-    flags = ("--engine", "ray") if engine == "ray" else ()
+    # Whole parts (4 of 2 rows each) read from the stage by two actors or workers: rejects still name the URI.
+    flags = ("--engine", "ray") if engine == "ray" else ("--workers", "2")
+    flags += ("--checkpoint-rows", "2")
     with machine_lock("ray"):  # a Ray instance of its own, not test_ray.py's cluster
         remote = run_cli("compress", f"s3://bucket/{engine}/in.jsonl", "-c", str(CONFIG), "-o",
                          f"s3://bucket/{engine}/out.jsonl", "-q", "--html", *flags, env=env, timeout=240)
@@ -196,45 +199,46 @@ def test_a_cache_in_object_storage_answers_another_run(s3, tmp_path):
     assert report["summarization"]["cache_hits"] == 8 and report["summarization"]["cache_file"] == "s3://bucket/summaries"
 
 
-def test_a_run_killed_on_one_machine_resumes_on_another_from_object_storage(s3, tmp_path):
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_run_killed_on_one_machine_resumes_on_another_from_object_storage(s3, tmp_path, workers):
     """The work folder is copied beside a remote output as parts finish, and summaries go to a remote
     cache: after SIGKILL, the same command with an empty stage (another machine) resumes to the same bytes,
-    a part torn in the store computed again."""
+    a part torn in the store computed again; with one process, and with two workers taking whole parts."""
     from test_resume import args as resume_args, freeze, thaw
 
     fs, env = s3
     rows = [hermes_row(i) for i in range(18)]
     src = write_jsonl(tmp_path / "data.jsonl", rows)
-    put(fs, "bucket/moving/data.jsonl", src.read_bytes())
+    put(fs, f"bucket/moving{workers}/data.jsonl", src.read_bytes())
     tok = SAMPLES / "demo_tokenizer"
     with ServerThread(latency=0.15) as server:
         ref = tmp_path / "ref" / "out.jsonl"
         assert run_cli(*resume_args(src, ref, tok, server.base_url, "--no-cache")).code == 0
         needed = sum(r["compression_metrics"]["was_compressed"] for r in read_jsonl(ref))
         server.reset()
-        argv = resume_args("s3://bucket/moving/data.jsonl", "s3://bucket/moving/out.jsonl", tok, server.base_url,
-                           "--cache-dir", "s3://bucket/moving-cache")
+        argv = resume_args(f"s3://bucket/moving{workers}/data.jsonl", f"s3://bucket/moving{workers}/out.jsonl", tok,
+                           server.base_url, "--cache-dir", f"s3://bucket/moving-cache{workers}", "--workers", workers)
         first_machine = {**os.environ, **env, "TRAJCOMP_STAGE_DIR": str(tmp_path / "stage-1")}
         proc = subprocess.Popen([sys.executable, "-m", "trajcomp.cli", *argv], cwd=ROOT, env=first_machine,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 120
-        while sum(k.endswith(".done.json") for k in keys(fs, "bucket/moving")) < 2:
+        while sum(k.endswith(".done.json") for k in keys(fs, f"bucket/moving{workers}")) < 2:
             assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() is not None else "no parts"
             time.sleep(0.1)
         freeze(server)
         proc.kill()
         proc.wait()
-        paid = len(keys(fs, "bucket/moving-cache"))
-        assert not any(k.endswith("/out.jsonl") for k in keys(fs, "bucket/moving"))
+        paid = len(keys(fs, f"bucket/moving-cache{workers}"))
+        assert not any(k.endswith("/out.jsonl") for k in keys(fs, f"bucket/moving{workers}"))
         thaw(server)
-        (part,) = [k for k in keys(fs, "bucket/moving") if k.endswith("/file-00000/part-000001.jsonl")]
+        (part,) = [k for k in keys(fs, f"bucket/moving{workers}") if k.endswith("/file-00000/part-000001.jsonl")]
         put(fs, part, get(fs, part)[:100])  # a committed part torn in the store: checked once pulled
         again = run_cli(*argv, env={**env, "TRAJCOMP_STAGE_DIR": str(tmp_path / "stage-2")})
         assert again.code == 0, again.stderr
         assert "warning: " in again.stderr and "part-000001.jsonl: size 100 bytes" in again.stderr
-    assert get(fs, "bucket/moving/out.jsonl") == ref.read_bytes()
-    report = json.loads(get(fs, "bucket/moving/out_metrics.json"))
+    assert get(fs, f"bucket/moving{workers}/out.jsonl") == ref.read_bytes()
+    report = json.loads(get(fs, f"bucket/moving{workers}/out_metrics.json"))
     assert report["processing"]["resumed"] is True and report["processing"]["rows_from_checkpoint"] == 3  # part 0
     assert report["summarization"]["http_requests"] == needed - paid
-    assert keys(fs, "bucket/moving") == ["bucket/moving/data.jsonl", "bucket/moving/out.jsonl",
-                                         "bucket/moving/out_metrics.json"]  # the work folder's copy is gone
+    home = f"bucket/moving{workers}"
+    assert keys(fs, home) == [f"{home}/data.jsonl", f"{home}/out.jsonl", f"{home}/out_metrics.json"]  # no work folder

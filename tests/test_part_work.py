@@ -4,6 +4,7 @@ path's."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -118,3 +119,63 @@ def test_a_failing_endpoint_stops_two_workers_resumably(tmp_path, bpe_tokenizer)
             back = run_cli(*args(src, out, bpe_tokenizer, server.base_url, *flags))
             assert back.code == 0, back.stderr
             assert out.read_bytes() == ref.read_bytes()
+
+
+def test_a_folder_of_small_files_goes_as_one_stream_of_whole_parts(tmp_path, dataset, monkeypatch):
+    """Files of one part each (fewer than the workers, file by file) still go whole, as one stream of parts
+    across the folder; a file that does not split (gzip) goes row by row between them; an empty file too."""
+    lines = dataset.read_bytes().splitlines(keepends=True)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.jsonl").write_bytes(b"".join(lines[:6]))
+    (folder / "b.jsonl.gz").write_bytes(gzip.compress(b"".join(lines[6:10])))
+    (folder / "c.jsonl").write_bytes(b"".join(lines[10:13]))
+    (folder / "d.jsonl").write_bytes(b"".join(lines[13:]))
+    (folder / "e.jsonl").write_bytes(b"")
+    flags = ("-c", str(ROOT / "configs" / "demo.yaml"), "-q", "--checkpoint-rows", "6")
+    one = run_cli("compress", str(folder), "-o", str(tmp_path / "one"), *flags, "--workers", "1")
+    assert one.code == 0, one.stderr
+    parsed = []
+    parse_line = jsonl.parse_line
+    monkeypatch.setattr(jsonl, "parse_line", lambda *a: parsed.append(a[0]) or parse_line(*a))
+    with pytest.raises(SystemExit) as exit:
+        main(["compress", str(folder), "-o", str(tmp_path / "two"), *flags, "--workers", "2"])
+    assert exit.value.code == 0
+    assert set(parsed) == {str(folder / "b.jsonl.gz")}  # only the file that does not split was read here
+
+    def written(out: Path) -> dict[str, bytes]:
+        return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()
+                and p.name != "compression_metrics.json"}
+    assert written(tmp_path / "two") == written(tmp_path / "one")
+    assert len(written(tmp_path / "one")) >= 5
+    reports = [json.loads((tmp_path / run / "compression_metrics.json").read_text()) for run in ("one", "two")]
+    assert [r["rows"] for r in reports[1:]] == [reports[0]["rows"]]
+
+
+def test_a_folder_run_killed_between_its_files_resumes_to_the_same_bytes(tmp_path, bpe_tokenizer):
+    """Whole parts across three files (two parts each), SIGKILL once three parts are in, the same command."""
+    import signal
+
+    from openai_server import ServerThread
+    from test_resume import args, freeze, hermes_row, start, thaw, wait_for_parts
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for k, name in enumerate("abc"):
+        write_jsonl(folder / f"{name}.jsonl", [hermes_row(6 * k + i) for i in range(6)])
+    with ServerThread(latency=0.1) as server:
+        ref = run_cli(*args(folder, tmp_path / "ref", bpe_tokenizer, server.base_url, "--workers", "1", "--no-cache"))
+        assert ref.code == 0, ref.stderr
+        out = tmp_path / "run"
+        proc = start(args(folder, out, bpe_tokenizer, server.base_url, "--workers", "2"))
+        wait_for_parts(out, 3, proc)
+        freeze(server)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        thaw(server)
+        again = run_cli(*args(folder, out, bpe_tokenizer, server.base_url, "--workers", "2"))
+        assert again.code == 0, again.stderr
+    report = json.loads((out / "compression_metrics.json").read_text())
+    assert report["processing"]["resumed"] is True and report["processing"]["rows_from_checkpoint"] >= 9
+    for name in "abc":
+        assert (out / f"{name}.jsonl").read_bytes() == (tmp_path / "ref" / f"{name}.jsonl").read_bytes()

@@ -24,6 +24,7 @@ from .checkpoint import WorkDir
 from .failures import counted
 from .ordered import ordered_map
 from .parts import Part
+from .remote import named
 from .results import settled, shown_as
 from .selection import Selection, Taker
 
@@ -37,6 +38,7 @@ class PartTask:
     file_index: int
     index: int
     input: Path
+    source: str | None  # the input's name in Records when not its path (the URI a staged input came from)
     output: Path  # its suffix picks the part's writer
     key: str  # the input's name for the selection
     selection: Selection
@@ -51,6 +53,7 @@ class PartDone:
     """A part's figures: its checkpoint (None when it stopped early), its rows by the progress bar's
     kinds, and its summaries in order, (failed, error) each, for the run's failure streak."""
 
+    file_index: int
     index: int
     checkpoint: dict[str, Any] | None
     shown: dict[str, int] = field(default_factory=dict)
@@ -65,7 +68,7 @@ async def compress_part(core, task: PartTask) -> PartDone:
     part = Part(WorkDir(task.work, {}), task.file_index, task.index, format_for(task.output),
                 input_schema(reader, task.input))
     read = partial(reader.read_span, task.input, task.span)
-    records = Taker(task.selection).select(task.key, checked(task.input, read))
+    records = Taker(task.selection).select(task.key, named(checked(task.input, read), task.source))
     shown: Counter = Counter()
     summaries: list[tuple[bool, str | None]] = []
     failing = 0
@@ -79,11 +82,11 @@ async def compress_part(core, task: PartTask) -> PartDone:
                     failing = failing + 1 if step[0] else 0
                     if task.streak_limit and failing >= task.streak_limit:
                         part.abort()
-                        return PartDone(task.index, None, dict(shown), summaries)
+                        return PartDone(task.file_index, task.index, None, dict(shown), summaries)
                 part.add(result)
                 if (kind := shown_as(result)) is not None:
                     shown[kind] += 1
     except BaseException:
         part.abort()
         raise
-    return PartDone(task.index, part.close(), dict(shown), summaries)
+    return PartDone(task.file_index, task.index, part.close(), dict(shown), summaries)

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import time
 from contextlib import aclosing
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from itertools import chain, islice
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterator
 
 from ..core.compressor import TrajectoryCompressor
 from ..core.config import CompressionConfig
@@ -33,7 +33,7 @@ from .part_work import PartTask
 from .parts import Part, join_parts
 from .paths import FileJob, Layout
 from .progress import Progress, warn
-from .remote import WorkMirror
+from .remote import WorkMirror, named
 from .results import Rejected, Skipped, Written, settled, shown_as
 from .run_report import RunFacts, build_report, gather
 from .selection import Selection, Taker
@@ -91,11 +91,6 @@ def build_rows(config: CompressionConfig, counter, layout: Layout, ray: RayOptio
     return WorkerPool(config, counter, layout.cache, workers)
 
 
-def _named(records: Iterable[Record], source: str | None) -> Iterable[Record]:
-    """Records named `source` (a URI a staged input came from) instead of the local path they were read from."""
-    return records if source is None else (replace(r, source=source) for r in records)
-
-
 class Runner:
     """Moves every input file's rows, in order, through one compressor (or a pool of worker processes or
     Ray actors: anything with the row core's start, compress_row and close, a `summarizer` and a
@@ -146,11 +141,7 @@ class Runner:
                 ).buy()
             self._count_resumed()
             with Progress(disable=self.options.quiet, live=self.compressor.summarizer.live) as self.progress:
-                taken = 0  # rows taken in the files before (--limit counts across files)
-                for index, job in enumerate(self.layout.files):
-                    if not self.work.is_file_done(index):
-                        await self.run_file(index, job, taken)
-                    taken += sum(c["taken"] for c in self.work.checkpoints(index))
+                await self._run_files()
         except InputError:
             if next(self.work.all_checkpoints(len(self.layout.files)), None) is None:
                 self.work.remove()  # nothing finished: leave no trace of a run that could not start
@@ -188,47 +179,101 @@ class Runner:
         self.resumed_rows -= sum(resumed[first:])
         del resumed[first:]
 
+    async def _run_files(self) -> None:
+        """Every file not yet done: first those whose parts workers take whole, as one stream of parts (a
+        part of the next file starts while this one's last parts finish), then, in order, any other
+        file, or one whose join found a part damaged, row by row through this process."""
+        if self.options.selection.limit is not None:
+            taken = 0  # rows taken in the files before: --limit counts across files
+            for index, job in enumerate(self.layout.files):
+                if not self.work.is_file_done(index):
+                    await self.run_file(index, job, taken)
+                taken += sum(c["taken"] for c in self.work.checkpoints(index))
+            return
+        left = [(i, job) for i, job in enumerate(self.layout.files) if not self.work.is_file_done(i)]
+        whole = [file for file in left if await self._splits(file[1])]
+        if whole and (damaged := await self._write_whole_files(whole)) is not None:
+            left = [file for file in left if file not in whole or file in damaged]
+        for index, job in left:
+            await self.run_file(index, job, 0)
+
     async def run_file(self, index: int, job: FileJob, taken_before: int) -> None:
-        """The file's remaining parts, then their join; parts that fail the join's check are redone."""
+        """The file's remaining parts, row by row, then their join; parts that fail the join's check are redone."""
         reader, writer = format_for(job.input), format_for(job.output)
         schema = input_schema(reader, job.input)
         for _ in range(JOIN_ATTEMPTS):
             await self._write_parts(index, job, reader, writer, schema, taken_before)
-            damaged = join_parts(self.work, index, job, writer, schema)
-            if damaged is None:
+            if (damaged := self._join(index, job)) is None:
                 return
-            self._undo(index, *damaged)
-        raise DamagedPart(f"{damaged[1]}, again after {JOIN_ATTEMPTS} attempts: the storage under "
+        raise DamagedPart(f"{damaged}, again after {JOIN_ATTEMPTS} attempts: the storage under "
                           f"{self.layout.work} loses writes")
 
-    async def whole_parts(self, job: FileJob, finished: int) -> Iterator[tuple[int, tuple]] | None:
-        """The file's remaining parts (index, span) when worker processes or Ray actors take them whole
-        (part_work.py), this process parsing no row; None when its rows go one by one through this
-        process. The only place that decides it: a local file whose format splits (a span is cheap
-        to find and to read), workers that can read it and the work folder (Ray actors on other
-        nodes need shared storage), at least one part left per worker (fewer would leave workers
-        idle: rows spread better), and nothing that needs rows counted or seen here: no --limit (it
-        counts taken rows across files), no summarization.batch (it buys every row's summaries
-        first), no object storage (inputs staged under another name, mirrored outputs and work)."""
-        reader = format_for(job.input)
-        if not (reader.splits and hasattr(self.compressor, "compress_part")
-                and job.source is None and job.dest is None and self.layout.work_mirror is None
+    def _join(self, index: int, job: FileJob) -> str | None:
+        """The file's parts joined into its output; else why a part failed its check (it is undone, said once)."""
+        writer, schema = format_for(job.output), input_schema(format_for(job.input), job.input)
+        damaged = join_parts(self.work, index, job, writer, schema)
+        if damaged is not None:
+            self._undo(index, *damaged)
+        return damaged and damaged[1]
+
+    async def _splits(self, job: FileJob) -> bool:
+        """Whether worker processes or Ray actors take the file's parts whole (part_work.py), this
+        process parsing no row. The only place that decides it: a file (or an object's local stage)
+        whose format splits (a span is cheap to find and to read), workers that can read it and the
+        work folder (Ray actors on other nodes need shared storage), and nothing that needs rows
+        counted or seen here: no --limit (it counts taken rows across files), no summarization.batch
+        (it buys every row's summaries first)."""
+        return (format_for(job.input).splits and hasattr(self.compressor, "compress_part")
                 and self.options.selection.limit is None and not self.config.batch
-                and await self.compressor.reads(job.input.resolve(), self.work.path.resolve())):
-            return None
+                and await self.compressor.reads(job.input.resolve(), self.work.path.resolve()))
+
+    def _spans(self, index: int, job: FileJob) -> Iterator[PartTask]:
+        """What each of the file's remaining parts is, for a worker: found as the stream needs them."""
+        reader = format_for(job.input)
         spans = checked(job.input, lambda: reader.spans(job.input, self.options.checkpoint_rows))
-        ranges = islice(enumerate(spans), finished, None)
-        ahead = list(islice(ranges, self.compressor.workers))  # the scan goes no further than it must
-        return chain(ahead, ranges) if len(ahead) == self.compressor.workers else None
+        in_flight = 2 * self.compressor.workers
+        held = max(1, self.max_held // in_flight)
+        for k, span in islice(enumerate(spans), sum(1 for _ in self.work.checkpoints(index)), None):
+            yield PartTask(self.work.path.resolve(), index, k, job.input.resolve(), job.source, job.output, job.key,
+                           self.options.selection, span, min(self.max_running, held), held,
+                           self.config.max_consecutive_failures)
+
+    async def _write_whole_files(self, files: list[tuple[int, FileJob]]) -> list[tuple[int, FileJob]] | None:
+        """The files' remaining parts, each read, compressed and written by a worker; here their
+        checkpoints are committed in order (a part done early waits for those before it), their
+        summaries counted in order by the failure streak, each file joined once its last part is in.
+        The files whose join found a damaged part come back; None, doing nothing, when there are
+        fewer parts than workers (rows spread better)."""
+        tasks = chain.from_iterable(self._spans(index, job) for index, job in files)
+        ahead = list(islice(tasks, self.compressor.workers))  # the scans go no further than they must
+        if len(ahead) < self.compressor.workers:
+            return None
+        in_flight = 2 * self.compressor.workers  # a worker starts its next part while its last rows finish
+        unjoined, damaged = dict(files), []
+        async with aclosing(ordered_map(chain(ahead, tasks), self.compressor.compress_part, in_flight,
+                                        in_flight)) as done_parts:
+            async for done in done_parts:
+                for failed, error in done.summaries:
+                    self.failures.step(failed, error, done.file_index, done.index)
+                if done.checkpoint is None:  # stopped early: its streak has stopped the run above
+                    raise RuntimeError(f"part {done.index} of file {done.file_index} stopped without a reason")
+                self.work.commit_part(done.file_index, done.index, done.checkpoint)
+                self.progress.advance(done.shown)
+                for index in [i for i in unjoined if i < done.file_index]:  # every part of these is in
+                    damaged += self._join_or_redo(index, unjoined.pop(index))
+        for index, job in unjoined.items():
+            damaged += self._join_or_redo(index, job)
+        return damaged
+
+    def _join_or_redo(self, index: int, job: FileJob) -> list[tuple[int, FileJob]]:
+        return [] if self._join(index, job) is None else [(index, job)]
 
     async def _write_parts(self, index: int, job: FileJob, reader, writer, schema, taken_before: int) -> None:
         """The file's rows from its first unfinished part on, into parts each made to count by its checkpoint."""
         finished = [(c["records"], c["taken"]) for c in self.work.checkpoints(index)]
-        if (parts := await self.whole_parts(job, len(finished))) is not None:
-            return await self._write_whole_parts(index, job, parts)
         self.taker.taken = taken_before + sum(taken for _, taken in finished)
         done = sum(records for records, _ in finished)
-        records = self.taker.select(job.key, islice(_named(read_checked(reader, job.input), job.source), done, None))
+        records = self.taker.select(job.key, islice(named(read_checked(reader, job.input), job.source), done, None))
         part = Part(self.work, index, len(finished), writer, schema)
         try:
             async with aclosing(ordered_map(records, self.process, self.max_running, self.max_held)) as results:
@@ -244,25 +289,6 @@ class Runner:
             raise
         if part.records:
             part.finish()
-
-    async def _write_whole_parts(self, index: int, job: FileJob, parts: Iterable[tuple[int, tuple]]) -> None:
-        """The file's remaining parts, each read, compressed and written by a worker process; here their
-        checkpoints are committed in part order (a part done early waits for those before it), its
-        summaries counted in order by the failure streak, its rows shown on the progress bar at once."""
-        in_flight = 2 * self.compressor.workers  # a worker starts its next part while its last rows finish
-        held = max(1, self.max_held // in_flight)
-        tasks = (PartTask(self.work.path.resolve(), index, k, job.input.resolve(), job.output, job.key,
-                          self.options.selection, span, min(self.max_running, held), held,
-                          self.config.max_consecutive_failures)
-                 for k, span in parts)
-        async with aclosing(ordered_map(tasks, self.compressor.compress_part, in_flight, in_flight)) as done_parts:
-            async for done in done_parts:
-                for failed, error in done.summaries:
-                    self.failures.step(failed, error, index, done.index)
-                if done.checkpoint is None:  # stopped early: its streak has stopped the run above
-                    raise RuntimeError(f"part {done.index} of {job.input} stopped without a reason")
-                self.work.commit_part(index, done.index, done.checkpoint)
-                self.progress.advance(done.shown)
 
     async def process(self, item: tuple[Record, str | None]) -> Written | Rejected | Skipped:
         return await settled(item, self.compressor.compress_row)

@@ -16,12 +16,19 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable
 
 from ..core.config import ConfigError
+from ..formats import Record
 
 # The local stage: mirrors of remote inputs, and each remote output's local run (its work folder too).
 STAGE_ENV = "TRAJCOMP_STAGE_DIR"
 CHUNK = 8 << 20
+
+
+def named(records: Iterable[Record], source: str | None) -> Iterable[Record]:
+    """Records named `source` (the URI a staged input came from) instead of the local path they were read from."""
+    return records if source is None else (dataclasses.replace(r, source=source) for r in records)
 
 
 def is_uri(text: str | os.PathLike | None) -> bool:
