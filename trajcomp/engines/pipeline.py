@@ -227,12 +227,11 @@ class Runner:
                 and self.options.selection.limit is None and not self.config.batch
                 and await self.compressor.reads(job.input.resolve(), self.work.path.resolve()))
 
-    def _spans(self, index: int, job: FileJob) -> Iterator[PartTask]:
-        """What each of the file's remaining parts is, for a worker: found as the stream needs them."""
+    def _spans(self, index: int, job: FileJob, held: int) -> Iterator[PartTask]:
+        """What each of the file's remaining parts is for a worker (which holds at most `held` of its
+        rows), found as the stream needs them."""
         reader = format_for(job.input)
         spans = checked(job.input, lambda: reader.spans(job.input, self.options.checkpoint_rows))
-        in_flight = 2 * self.compressor.workers
-        held = max(1, self.max_held // in_flight)
         for k, span in islice(enumerate(spans), sum(1 for _ in self.work.checkpoints(index)), None):
             yield PartTask(self.work.path.resolve(), index, k, job.input.resolve(), job.source, job.output, job.key,
                            self.options.selection, span, min(self.max_running, held), held,
@@ -244,11 +243,12 @@ class Runner:
         summaries counted in order by the failure streak, each file joined once its last part is in.
         The files whose join found a damaged part come back; None, doing nothing, when there are
         fewer parts than workers (rows spread better)."""
-        tasks = chain.from_iterable(self._spans(index, job) for index, job in files)
+        in_flight = 2 * self.compressor.workers  # a worker starts its next part while its last rows finish
+        held = max(1, self.max_held // in_flight)
+        tasks = chain.from_iterable(self._spans(index, job, held) for index, job in files)
         ahead = list(islice(tasks, self.compressor.workers))  # the scans go no further than they must
         if len(ahead) < self.compressor.workers:
             return None
-        in_flight = 2 * self.compressor.workers  # a worker starts its next part while its last rows finish
         unjoined, damaged = dict(files), []
         async with aclosing(ordered_map(chain(ahead, tasks), self.compressor.compress_part, in_flight,
                                         in_flight)) as done_parts:
