@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import bench_data  # noqa: E402
 import bench_profile  # noqa: E402
+import bench_ray  # noqa: E402
 from bench_proc import CORES, Measurement, measure_call, measure_command, measure_split  # noqa: E402
 
 DEMO_TOKENIZER = ROOT / "data_samples" / "demo_tokenizer"
@@ -433,14 +434,8 @@ def coordinator(s: Setup) -> list[Figure]:
     file has a part for each): the CPU a row costs the main process (the coordinator) and the
     workers, apart, start-up taken out (a two-row run's CPU, in two parts, subtracted); and how many
     workers the coordinator could feed (a worker's CPU per row over its own), projected to 64 cores."""
-    two_rows = s.work / "two_rows.jsonl"
-    with open(s.data, "rb") as f:
-        two_rows.write_bytes(f.readline() + f.readline())
     figures = []
-    for name, target, latency in (
-        ("pass-through (JSONL)", percentile(s.counts, 0.9), None),
-        (f"openai, L={s.args.latency:g} s, C={s.args.concurrency}", s.args.bound_target, s.args.latency),
-    ):
+    for name, target, latency in split_cases(s):
         def split(src: Path, part_rows: int) -> tuple[float, float]:
             with tempfile.TemporaryDirectory(dir=s.work) as tmp:
                 server_reset(s, latency)
@@ -449,10 +444,8 @@ def coordinator(s: Setup) -> list[Figure]:
                 return measure_split(cli, ROOT, _env(), Path(tmp))
 
         part_rows = max(1, len(s.rows) // 6)
-        fixed, full = repeat(s.args.repeats, lambda: split(two_rows, 1), lambda: split(s.data, part_rows))
-        extra = len(s.rows) - 2
-        main, workers = ((statistics.median(f[i] for f in full) - statistics.median(f[i] for f in fixed))
-                         / extra * 1000 for i in (0, 1))
+        fixed, full = repeat(s.args.repeats, lambda: split(two_rows(s), 1), lambda: split(s.data, part_rows))
+        main, workers = (per_row_ms(s, fixed, full, lambda f: f[i]) for i in (0, 1))
         feeds = workers / main if main > 0 else float("inf")
         figures.append(Figure(
             f"Coordinator: {name}, --workers 2, CPU per row (start-up taken out)",
@@ -462,6 +455,68 @@ def coordinator(s: Setup) -> list[Figure]:
                  f"main process {min(1.0, 63 / feeds):.0%} busy; it could feed {feeds:.0f} workers",
         ))
     return figures
+
+
+def ray_driver(s: Setup) -> list[Figure]:
+    """--engine ray on a two-node Ray cluster of this machine (bench_ray.py), in parts as coordinator()'s:
+    the CPU a row costs the driver (while Runner._run_files ran: ray.init, the actors' start-up and the
+    report left out) and the actors (their processes' CPU from /proc), a two-row run's subtracted from
+    each; and how many actors one driver could feed (their CPU per row over its own), projected to a cluster."""
+    name = "Ray driver: {}, 2 nodes × 1 CPU, 2 actors, CPU per row"
+    if not bench_ray.available():
+        return [Figure(name.format("not measured"), "-", note="Ray is not installed (pip install -e '.[ray]')")]
+    part_rows = max(1, len(s.rows) // 6)
+    figures = []
+    with bench_ray.two_nodes(_env()) as cluster:
+        for case, target, latency in split_cases(s):
+            def run(src: Path, part_rows: int) -> bench_ray.RayRun:
+                with tempfile.TemporaryDirectory(dir=s.work) as tmp:
+                    server_reset(s, latency)
+                    flags = ("--engine", "ray", "--ray-address", cluster.address, "--ray-concurrency", "2",
+                             "--checkpoint-rows", str(part_rows))
+                    cli = trajcomp_args(s, src, Path(tmp) / "out.jsonl", target, *flags)[3:]
+                    return bench_ray.measure(cluster, cli, ROOT, _env(), Path(tmp), (s.server_pid,))
+
+            fixed, full = repeat(s.args.repeats, lambda: run(two_rows(s), 1), lambda: run(s.data, part_rows))
+            driver, actors, rest = (per_row_ms(s, fixed, full, lambda r: getattr(r, k)) for k in ("driver", "actors", "rest"))
+            feeds = actors / driver if driver > 0 else float("inf")
+            load = CLUSTER_CORES / feeds  # cores of the driver's CPU that actors on every core of the cluster ask for
+            projected = f"keep the driver {load:.0%} busy" if load <= 1 else f"ask {load:.0f} cores of the driver, which has one"
+            figures.append(Figure(
+                name.format(case), f"driver {driver:.3f} ms; actors {actors:.2f} ms", "the actors' CPU per row", feeds,
+                ">= 100 (actors one driver could feed)", feeds >= 100, others=others([r.m for r in fixed + full]),
+                note=f"{len(s.rows)} rows, {part_rows} a part; the driver's CPU while Runner._run_files ran (ray.init, "
+                     f"the actors' start-up, the report left out), the actors' processes' from /proc every 0.2 s, a "
+                     f"two-row run's subtracted; Ray's own processes {rest:.2f} ms a row; projection, not measured: "
+                     f"on {CLUSTER}, actors busy on every core would {projected}; it could feed {feeds:.0f} "
+                     f"actors' cores",
+            ))
+    return figures
+
+
+CLUSTER, CLUSTER_CORES = "a cluster of 8 nodes × 32 cores", 8 * 32  # ray_driver's projection
+
+
+def split_cases(s: Setup) -> tuple[tuple[str, int, float | None], ...]:
+    """coordinator's and ray_driver's two runs (name, target, latency): pass-through and summarizer-bound."""
+    return (
+        ("pass-through (JSONL)", percentile(s.counts, 0.9), None),
+        (f"openai, L={s.args.latency:g} s, C={s.args.concurrency}", s.args.bound_target, s.args.latency),
+    )
+
+
+def two_rows(s: Setup) -> Path:
+    """The data's first two rows: the run whose CPU, subtracted, takes a run's start-up out of a figure."""
+    path = s.work / "two_rows.jsonl"
+    if not path.exists():
+        with open(s.data, "rb") as f:
+            path.write_bytes(f.readline() + f.readline())
+    return path
+
+
+def per_row_ms(s: Setup, fixed: list, full: list, key: Callable) -> float:
+    """Milliseconds a row: the median full run's CPU (by key) less the median two-row run's, over the rows between."""
+    return (statistics.median(map(key, full)) - statistics.median(map(key, fixed))) / (len(s.rows) - 2) * 1000
 
 
 def memory(s: Setup) -> list[Figure]:
@@ -602,7 +657,9 @@ def write_doc(path: Path, sections: list[tuple[dict, list[Figure], dict]], comma
 # ---------------------------------------------------------------- main
 
 
-MEASURES = (counting, pass_through, summarizer_bound, chat_template, workers, coordinator, memory)
+MEASURES = (counting, pass_through, summarizer_bound, chat_template, workers, coordinator, ray_driver, memory)
+# Not in --quick's full run (tests/test_bench.py, CI), unless asked for with --only: a Ray cluster's start alone takes ~20 s.
+NOT_QUICK = (ray_driver,)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -646,7 +703,7 @@ def bench(args: argparse.Namespace, tokenizer: Path, server: tuple[subprocess.Po
     info["data"] = f"{len(rows)} rows, {s.mb:.1f} MB, {statistics.mean(len(r['conversations']) for r in rows):.0f} turns a row, seed {args.seed}"
     figures = []
     for measure in MEASURES:
-        if args.only and measure.__name__ not in args.only:
+        if args.only and measure.__name__ not in args.only or not args.only and args.quick and measure in NOT_QUICK:
             continue
         figures += (measured := measure(s))
         print("\n".join(table(measured).splitlines()[2:]), file=sys.stderr, flush=True)  # progress

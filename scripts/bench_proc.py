@@ -54,8 +54,8 @@ def process_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICK
 
 
-def tree_rss_bytes(root: int) -> int:
-    """Resident memory of `root` and all its descendants (one /proc scan)."""
+def process_tree(*roots: int) -> set[int]:
+    """The roots and all their descendants (one /proc scan)."""
     parents: dict[int, int] = {}
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
@@ -64,14 +64,19 @@ def tree_rss_bytes(root: int) -> int:
             except OSError:
                 continue
             parents[int(entry.name)] = int(stat[stat.rindex(")") + 2 :].split()[1])
-    tree, frontier = {root}, [root]
+    tree, frontier = set(roots), list(roots)
     while frontier:
         parent = frontier.pop()
         children = [pid for pid, ppid in parents.items() if ppid == parent and pid not in tree]
         tree.update(children)
         frontier.extend(children)
+    return tree
+
+
+def tree_rss_bytes(root: int) -> int:
+    """Resident memory of `root` and all its descendants."""
     total = 0
-    for pid in tree:
+    for pid in process_tree(root):
         try:
             total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * _PAGE
         except OSError:
@@ -79,7 +84,7 @@ def tree_rss_bytes(root: int) -> int:
     return total
 
 
-class _Window:
+class Window:
     """Machine-wide and own CPU counters at the start of a measurement."""
 
     def __init__(self, helpers: tuple[int, ...]):
@@ -104,14 +109,14 @@ def _own_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _children_cpu() -> float:
+def children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
 
 
 def measure_call(fn: Callable[[], object], helpers: tuple[int, ...] = ()) -> tuple[Measurement, object]:
     """Run fn in this process (all its threads count as measured CPU)."""
-    window = _Window(helpers)
+    window = Window(helpers)
     result = fn()
     return window.close(_own_cpu() - window.own, own_is_measured=True), result
 
@@ -121,8 +126,8 @@ def measure_command(
     interval: float = 0.05,
 ) -> tuple[Measurement, subprocess.CompletedProcess]:
     """Run a command; its whole process tree's CPU and peak RSS (sampled every `interval` s) are measured."""
-    window = _Window(helpers)
-    children = _children_cpu()
+    window = Window(helpers)
+    children = children_cpu()
     proc = subprocess.Popen(args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     peak = [0]
     done = threading.Event()
@@ -136,44 +141,47 @@ def measure_command(
     stdout, stderr = proc.communicate()
     done.set()
     sampler.join()
-    measurement = window.close(_children_cpu() - children, peak[0])
+    measurement = window.close(children_cpu() - children, peak[0])
     completed = subprocess.CompletedProcess(args, proc.returncode, stdout.decode(), stderr.decode())
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(args[:4])}... exited {proc.returncode}:\n{completed.stderr[-2000:]}")
     return measurement, completed
 
 
-# `python -m trajcomp.cli ARGS` run so that, at its exit, it writes its own CPU seconds while its
-# Runner ran (start-up and the tokenizer's loading left out), and its reaped children's (the worker
-# processes, joined before the exit) to the file named first.
+# `python -m trajcomp.cli ARGS` run so that, at its exit, it writes its own CPU seconds while the
+# Runner's method named second ran (`run`: start-up and the tokenizer's loading left out; `_run_files`,
+# every file's parts and joins: the engine's start and close left out too, e.g. ray.init and the actors'
+# start-up, and the report), and its reaped children's (the worker processes, joined before the
+# exit), to the file named first.
 _SPLIT = """
 import atexit, json, resource, sys
 from trajcomp.engines import pipeline
-out, ran = sys.argv[1], []
+out, method, ran = sys.argv[1], sys.argv[2], []
 def cpu(who):
     usage = resource.getrusage(who)
     return usage.ru_utime + usage.ru_stime
-async def timed(self, run=pipeline.Runner.run):
+async def timed(self, *args, run=getattr(pipeline.Runner, method)):
     before = cpu(resource.RUSAGE_SELF)
     try:
-        return await run(self)
+        return await run(self, *args)
     finally:
         ran.append(cpu(resource.RUSAGE_SELF) - before)
-pipeline.Runner.run = timed
+setattr(pipeline.Runner, method, timed)
 def dump():
     with open(out, "w") as f:
         json.dump([sum(ran), cpu(resource.RUSAGE_CHILDREN)], f)
 atexit.register(dump)
-sys.argv = ["trajcomp", *sys.argv[2:]]
+sys.argv = ["trajcomp", *sys.argv[3:]]
 from trajcomp.cli.commands import main
 main()
 """
 
 
-def measure_split(cli_args: list[str], cwd: Path, env: dict, scratch: Path) -> tuple[float, float]:
-    """CPU seconds of a trajcomp run's main process while it ran its rows, and of its worker processes."""
+def measure_split(cli_args: list[str], cwd: Path, env: dict, scratch: Path, timed: str = "run") -> tuple[float, float]:
+    """CPU seconds of a trajcomp run's main process while its Runner's `timed` method ran (`run` or
+    `_run_files`: every file's parts and joins), and of its worker processes."""
     out = scratch / "cpu.json"
-    done = subprocess.run([sys.executable, "-c", _SPLIT, str(out), *cli_args], cwd=cwd, env=env,
+    done = subprocess.run([sys.executable, "-c", _SPLIT, str(out), timed, *cli_args], cwd=cwd, env=env,
                           capture_output=True, text=True)
     if done.returncode not in (0, 3):  # 3: finished, some rows' summaries failed (the fake server's answer)
         raise RuntimeError(f"trajcomp {' '.join(cli_args[:3])}... exited {done.returncode}:\n{done.stderr[-2000:]}")

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import subprocess
 import sys
-import tempfile
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -20,6 +16,7 @@ DEMO_TOKENIZER = ROOT / "data_samples" / "demo_tokenizer"
 SAMPLES = ROOT / "data_samples"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # so tests can `import openai_server`
+from ray_cluster import machine_lock  # noqa: E402,F401 (tests import it from here)
 
 CORPUS = [
     "def main(argv):\n    return run(argv[1:])\n",
@@ -70,15 +67,6 @@ class CliResult:
     code: int
     stdout: str
     stderr: str
-
-
-@contextmanager
-def machine_lock(name: str) -> Iterator[None]:
-    """A lock every test process of this machine shares (make test runs two pytest-xdist workers), for
-    what must not run twice at once: a Ray instance, which a local `ray.init()` would join."""
-    with open(Path(tempfile.gettempdir()) / f"trajcomp-tests-{name}.lock", "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)  # released when the file closes
-        yield
 
 
 def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None, timeout: float = 300) -> CliResult:

@@ -28,6 +28,7 @@ def test_quick_bench_writes_its_table(tmp_path):
         assert f"| {figure}" in doc, figure
         assert f"| {figure}" in result.stdout, figure  # the table is printed too
     assert "Python: " in doc and "cores" in doc
+    assert "| Ray driver" not in doc  # --quick leaves the Ray cluster out (~20 s to start) unless --only asks for it
     for latency in ("0.05", "0.1"):  # both summarizer-bound figures, by name (--quick's latencies)
         assert f"| Summarizer-bound: openai, L={latency} s, C=8 |" in doc
     cores = f"1 and 2 worker processes ({usable_cores()} usable cores) |"

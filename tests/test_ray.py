@@ -13,10 +13,8 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -26,6 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 import ray
 
+import ray_cluster
 from conftest import ROOT, SAMPLES, machine_lock, read_jsonl, run_cli, write_jsonl
 from openai_server import ServerThread
 from test_openai_summarizer import MODEL, NO_KEY_ENV, SUMMARY_TARGET, TARGET, hermes_rows
@@ -48,70 +47,24 @@ BAD = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _ray_start(log: Path, *flags: str, within: tuple[str, ...] = ()) -> subprocess.Popen:
-    """A Ray node in the foreground (--block), so that stopping it stops just this node; `within`: a
-    command that runs it (as `within ray start ...`)."""
-    ray_bin = Path(sys.executable).with_name("ray")
-    return subprocess.Popen([*within, str(ray_bin), "start", "--block", "--num-cpus", "1", "--disable-usage-stats",
-                             *flags], stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+@pytest.fixture(scope="module")
+def cluster(nodes) -> str:
+    """The cluster's address."""
+    return nodes.address
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    """Two nodes of one CPU each, separate raylets as two machines would have; this process joins as a driver."""
-    # Recent Ray turns token authentication on for a new head once a token exists (~/.ray/auth_token,
-    # made by any local ray.init): off for this local test cluster, in the nodes, probes and CLI runs.
-    with machine_lock("ray"):
-        yield from _cluster()
-
-
-def _cluster():
-    saved = os.environ.get("RAY_AUTH_MODE")
-    os.environ["RAY_AUTH_MODE"] = "disabled"
-    port = _free_port()
-    # A short folder: Ray's socket paths below it must fit in 107 bytes (a pytest-xdist tmp_path does not)
-    temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
-    nodes = [_ray_start(temp / "head.log", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port),
-                        "--include-dashboard=false", "--temp-dir", str(temp))]
-    address = f"127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while not _alive(address, 1):
-            assert nodes[0].poll() is None and time.monotonic() < deadline, (temp / "head.log").read_text()[-3000:]
-            time.sleep(1)
-        nodes.append(_ray_start(temp / "node.log", "--address", address, "--node-ip-address", "127.0.0.1"))
-        while not _alive(address, 2):
-            assert nodes[1].poll() is None and time.monotonic() < deadline, (temp / "node.log").read_text()[-3000:]
-            time.sleep(1)
-        ray.init(address=address, logging_level="WARNING")
-        yield address
-    finally:
-        ray.shutdown()
-        for node in reversed(nodes):
-            os.killpg(node.pid, signal.SIGTERM)
-        stop_by = time.monotonic() + 5  # graceful, or killed: the cluster's state is a test's temporary folder
-        for node in nodes:
-            try:
-                node.wait(max(0.1, stop_by - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                os.killpg(node.pid, signal.SIGKILL)
-        if saved is None:
-            os.environ.pop("RAY_AUTH_MODE")
-        else:
-            os.environ["RAY_AUTH_MODE"] = saved
-        shutil.rmtree(temp, ignore_errors=True)
-
-
-def _alive(address: str, nodes: int) -> bool:
-    code = f"import ray; ray.init(address={address!r}, logging_level='ERROR'); " \
-           f"raise SystemExit(sum(n['Alive'] for n in ray.nodes()) < {nodes})"
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60).returncode == 0
+def nodes():
+    """Two nodes of one CPU each (ray_cluster.py); this process joins as a driver. RAY_AUTH_MODE off here
+    too, for ray.init and the CLI runs."""
+    with ray_cluster.two_nodes() as nodes, pytest.MonkeyPatch.context() as env:
+        for name, value in ray_cluster.ENV.items():
+            env.setenv(name, value)
+        ray.init(address=nodes.address, logging_level="WARNING")
+        try:
+            yield nodes
+        finally:
+            ray.shutdown()
 
 
 def _rows(name: str, n: int) -> list[dict]:
@@ -314,7 +267,7 @@ def test_actors_take_whole_parts_and_the_driver_parses_no_row(cluster, jsonl_inp
     _same_files(tmp_path / "r" / "a.jsonl", tmp_path / "l" / "a.jsonl")
 
 
-def test_actors_that_cannot_read_the_input_get_its_rows_from_the_driver(cluster, jsonl_inputs, tmp_path):
+def test_actors_that_cannot_read_the_input_get_its_rows_from_the_driver(cluster, nodes, jsonl_inputs, tmp_path):
     """A third node that does not see the driver's folder (its own mount namespace, an empty tmpfs over
     this test's folder), as a node without the shared storage: one warning, rows one by one, same bytes."""
     if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
@@ -322,21 +275,11 @@ def test_actors_that_cannot_read_the_input_get_its_rows_from_the_driver(cluster,
     src = tmp_path / "a.jsonl"
     shutil.copy(jsonl_inputs / "a.jsonl", src)
     hide = ("unshare", "-m", "sh", "-c", f'mount -t tmpfs none "{tmp_path}" && exec "$0" "$@"')
-    log = Path(tempfile.mkdtemp(prefix="ray-node-")) / "node.log"
-    node = _ray_start(log, "--address", cluster, "--node-ip-address", "127.0.0.1", within=hide)
-    try:
-        deadline = time.monotonic() + 120
-        while not _alive(cluster, 3):
-            assert node.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
-            time.sleep(1)
-        _local(src, tmp_path / "l" / "a.jsonl", "--checkpoint-rows", "2")
+    _local(src, tmp_path / "l" / "a.jsonl", "--checkpoint-rows", "2")
+    with ray_cluster.another_node(nodes, within=hide):
         result = run_cli("compress", str(src), "-c", str(CONFIG), "-o", str(tmp_path / "r" / "a.jsonl"), "--json",
                          "--no-cache", "--engine", "ray", "--ray-address", cluster, "--ray-concurrency", "3",
                          "--checkpoint-rows", "2", timeout=240)
-    finally:
-        os.killpg(node.pid, signal.SIGTERM)
-        node.wait(30)
-        shutil.rmtree(log.parent, ignore_errors=True)
     assert result.code == 0, result.stderr
     assert json.loads(result.stdout)["processing"]["ray_nodes"] == 3
     (warning,) = [line for line in result.stderr.splitlines() if "warning" in line]
@@ -377,6 +320,6 @@ def test_nothing_else_imports_ray_and_bad_ray_flags_exit_2(tmp_path):
     bad = run_cli("compress", str(src), "-c", str(CONFIG), "-o", str(tmp_path / "x.jsonl"), "--engine", "spark")
     assert bad.code == 2 and bad.stderr.count("\n") == 1 and "--engine" in bad.stderr
     nowhere = run_cli("compress", str(src), "-c", str(CONFIG), "-o", str(tmp_path / "x.jsonl"), "--engine", "ray",
-                      "--ray-address", f"127.0.0.1:{_free_port()}", timeout=120)
+                      "--ray-address", f"127.0.0.1:{ray_cluster.free_port()}", timeout=120)
     assert nowhere.code == 2 and "cannot join the Ray cluster" in nowhere.stderr and "Traceback" not in nowhere.stderr
     assert not (tmp_path / "x.jsonl").exists()
