@@ -139,6 +139,29 @@ def test_a_part_damaged_after_the_resume_checked_it_is_computed_again_before_the
     assert (tmp_path / "out_rejects.jsonl").read_bytes() == (tmp_path / "ref_rejects.jsonl").read_bytes()
 
 
+def test_a_part_damaged_before_a_workers_join_is_computed_again(tmp_path, monkeypatch):
+    """With whole parts a worker checks and joins the file: a part damaged since its commit comes back
+    named, and the file is computed again (row by row), not joined."""
+    from trajcomp.engines.workers import WorkerPool
+
+    src = write_jsonl(tmp_path / "in.jsonl", [*read_jsonl(SAMPLES / "hermes_research_runs.jsonl")[:5], "{oops"])
+    assert run_inproc(offline(src, tmp_path / "ref.jsonl"))[0] == 0
+    real, joins = WorkerPool.join_file, []
+
+    async def damaging_join(self, task):
+        if not joins:
+            truncate(task.work / "file-00000" / "part-000001.jsonl")
+        joins.append(task.file_index)
+        return await real(self, task)
+
+    monkeypatch.setattr(WorkerPool, "join_file", damaging_join)
+    code, stderr = run_inproc(offline(src, tmp_path / "out.jsonl", "--workers", "2"))
+    assert code == 0, stderr
+    assert joins == [0] and "part-000001.jsonl: size" in stderr and stderr.count("warning") == 1
+    assert (tmp_path / "out.jsonl").read_bytes() == (tmp_path / "ref.jsonl").read_bytes()
+    assert (tmp_path / "out_rejects.jsonl").read_bytes() == (tmp_path / "ref_rejects.jsonl").read_bytes()
+
+
 def test_a_joined_files_damaged_rejects_part_redoes_that_file(tmp_path):
     """A file already joined keeps only its rejects parts: one damaged has the whole file computed again.
     The run is stopped after the first file by a corrupt second input, restored (size and time kept)."""

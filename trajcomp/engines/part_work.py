@@ -11,6 +11,7 @@ as on the row-by-row path.
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -23,7 +24,8 @@ from ..formats.base import checked, input_schema
 from .checkpoint import WorkDir
 from .failures import counted
 from .ordered import ordered_map
-from .parts import Part
+from .parts import Part, join_parts
+from .paths import FileJob
 from .remote import named
 from .results import settled, shown_as
 from .selection import Selection, Taker
@@ -31,21 +33,27 @@ from .selection import Selection, Taker
 
 @dataclass(frozen=True)
 class PartTask:
-    """What a worker needs to compute part `index` of file `file_index`: `span` of `input` (absolute
-    paths: a Ray actor runs in another folder)."""
+    """What a worker needs to compute part `index` of file `file_index`: `span` of the job's input
+    (paths absolute: a Ray actor runs in another folder)."""
 
     work: Path  # the run's work folder
     file_index: int
     index: int
-    input: Path
-    source: str | None  # the input's name in Records when not its path (the URI a staged input came from)
-    output: Path  # its suffix picks the part's writer
-    key: str  # the input's name for the selection
+    job: FileJob  # the input (its name for the selection, and in Records), the output (its writer)
     selection: Selection
     span: tuple  # where the part's rows lie, as the input's Format.spans gave it
     max_running: int  # the part's rows in flight in the worker (ordered.ordered_map)
     max_held: int
     streak_limit: int  # max_consecutive_failures: a part failing that often in a row stops early
+
+
+@dataclass(frozen=True)
+class JoinTask:
+    """A file whose parts are all committed, to be checked and joined into its output by a worker."""
+
+    work: Path
+    file_index: int
+    job: FileJob
 
 
 @dataclass(frozen=True)
@@ -64,11 +72,11 @@ async def compress_part(core, task: PartTask) -> PartDone:
     """The part read, compressed by `core` (a TrajectoryCompressor) and written, in input order, into
     its files; its checkpoint comes back to be committed. It stops early, writing nothing, once its
     own summaries failed `streak_limit` times in a row (the run stops there anyway)."""
-    reader = format_for(task.input)
-    part = Part(WorkDir(task.work, {}), task.file_index, task.index, format_for(task.output),
-                input_schema(reader, task.input))
-    read = partial(reader.read_span, task.input, task.span)
-    records = Taker(task.selection).select(task.key, named(checked(task.input, read), task.source))
+    job, reader = task.job, format_for(task.job.input)
+    part = Part(WorkDir(task.work, {}), task.file_index, task.index, format_for(job.output),
+                input_schema(reader, job.input))
+    read = partial(reader.read_span, job.input, task.span)
+    records = Taker(task.selection).select(job.key, named(checked(job.input, read), job.source))
     shown: Counter = Counter()
     summaries: list[tuple[bool, str | None]] = []
     failing = 0
@@ -90,3 +98,22 @@ async def compress_part(core, task: PartTask) -> PartDone:
         part.abort()
         raise
     return PartDone(task.file_index, task.index, part.close(), dict(shown), summaries)
+
+
+def join_file(task: JoinTask) -> tuple[int, str] | None:
+    """The file's parts checked and joined into its output (parts.join_parts), off the coordinator:
+    reading every part's bytes to check and copy them is most of a run's work outside the rows.
+    (index, why) of a damaged part comes back instead, nothing written."""
+    job = task.job
+    writer, schema = format_for(job.output), input_schema(format_for(job.input), job.input)
+    return join_parts(WorkDir(task.work, {}), task.file_index, job, writer, schema)
+
+
+async def perform(core, work: Any) -> Any:
+    """What a worker process or Ray actor is sent, done: a row, a part, or a file's join (on a thread,
+    so that the worker's rows in flight go on meanwhile)."""
+    if isinstance(work, PartTask):
+        return await compress_part(core, work)
+    if isinstance(work, JoinTask):
+        return await asyncio.to_thread(join_file, work)
+    return await core.compress_row(work)

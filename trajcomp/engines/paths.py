@@ -7,7 +7,7 @@ import glob
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..core.config import CompressionConfig, ConfigError
@@ -22,6 +22,10 @@ class FileJob:
     key: str  # the input's path relative to its root: names it in samples, shards and reports
     source: str | None = None  # the input's name in rejects and reports when not its path (the URI it came from)
     dest: str | None = None  # the output's name when not its path (the URI it is uploaded to)
+
+    def resolved(self) -> "FileJob":
+        """The job with absolute paths, for a worker or Ray actor running in another folder."""
+        return replace(self, input=self.input.resolve(), output=self.output.resolve())
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from .checkpoint import WorkDir
 from .failures import FailureStreak
 from .ordered import ordered_map
 from .manifest import DamagedPart
-from .part_work import PartTask
+from .part_work import JoinTask, PartTask
 from .parts import Part, join_parts
 from .paths import FileJob, Layout
 from .progress import Progress, warn
@@ -233,9 +233,8 @@ class Runner:
         reader = format_for(job.input)
         spans = checked(job.input, lambda: reader.spans(job.input, self.options.checkpoint_rows))
         for k, span in islice(enumerate(spans), sum(1 for _ in self.work.checkpoints(index)), None):
-            yield PartTask(self.work.path.resolve(), index, k, job.input.resolve(), job.source, job.output, job.key,
-                           self.options.selection, span, min(self.max_running, held), held,
-                           self.config.max_consecutive_failures)
+            yield PartTask(self.work.path.resolve(), index, k, job.resolved(), self.options.selection, span,
+                           min(self.max_running, held), held, self.config.max_consecutive_failures)
 
     async def _write_whole_files(self, files: list[tuple[int, FileJob]]) -> list[tuple[int, FileJob]] | None:
         """The files' remaining parts, each read, compressed and written by a worker; here their
@@ -260,13 +259,17 @@ class Runner:
                 self.work.commit_part(done.file_index, done.index, done.checkpoint)
                 self.progress.advance(done.shown)
                 for index in [i for i in unjoined if i < done.file_index]:  # every part of these is in
-                    damaged += self._join_or_redo(index, unjoined.pop(index))
+                    damaged += await self._joined_by_worker(index, unjoined.pop(index))
         for index, job in unjoined.items():
-            damaged += self._join_or_redo(index, job)
+            damaged += await self._joined_by_worker(index, job)
         return damaged
 
-    def _join_or_redo(self, index: int, job: FileJob) -> list[tuple[int, FileJob]]:
-        return [] if self._join(index, job) is None else [(index, job)]
+    async def _joined_by_worker(self, index: int, job: FileJob) -> list[tuple[int, FileJob]]:
+        """The file joined by a worker (part_work.join_file); the file back, to be redone, when a part was damaged."""
+        damaged = await self.compressor.join_file(JoinTask(self.work.path.resolve(), index, job.resolved()))
+        if damaged is not None:
+            self._undo(index, *damaged)
+        return [] if damaged is None else [(index, job)]
 
     async def _write_parts(self, index: int, job: FileJob, reader, writer, schema, taken_before: int) -> None:
         """The file's rows from its first unfinished part on, into parts each made to count by its checkpoint."""

@@ -28,7 +28,7 @@ from ..core.tokens import TokenCounter
 from ..formats import identity
 from ..formats.arrow_rows import batch_rows, to_table
 from .hf import METRICS_COLUMN_TYPE, core, metrics_value
-from .part_work import PartDone, PartTask, compress_part
+from .part_work import JoinTask, PartDone, PartTask, perform
 from .progress import warn
 from .together import Together
 from .workers import WorkerDied, build_core, shares
@@ -132,13 +132,10 @@ class _CoreActor:
         await self.started
         return ray.get_runtime_context().get_node_id()
 
-    async def compress_row(self, row: Any) -> tuple[RowResult, dict[str, int]]:
+    async def perform(self, work: Any) -> tuple[Any, dict[str, int]]:
+        """A row, a whole part or a file's join (part_work.perform), and the summarizer's live figures."""
         await self.start()
-        return await self.core.compress_row(row), self.core.summarizer.live()
-
-    async def compress_part(self, task: PartTask) -> tuple[PartDone, dict[str, int]]:
-        await self.start()
-        return await compress_part(self.core, task), self.core.summarizer.live()
+        return await perform(self.core, work), self.core.summarizer.live()
 
     def sees(self, path: str, size_and_time: tuple[int, int], probe: str, token: str) -> bool:
         """Whether this node has the driver's file at `path` and its work folder: the token the driver
@@ -210,17 +207,21 @@ class RayPool:
 
     async def compress_row(self, row: Any) -> RowResult:
         """The row's result from the actor holding the fewest rows; a retried call is answered once."""
-        return await self._ask("compress_row", row)
+        return await self._ask(row)
 
     async def compress_part(self, task: PartTask) -> PartDone:
         """The part computed and written by the actor holding the fewest parts (part_work.py)."""
-        return await self._ask("compress_part", task)
+        return await self._ask(task)
 
-    async def _ask(self, method: str, work: Any) -> Any:
+    async def join_file(self, task: JoinTask) -> tuple[int, str] | None:
+        """The file's parts checked and joined by an actor; (index, why) of a damaged part instead."""
+        return await self._ask(task)
+
+    async def _ask(self, work: Any) -> Any:
         index = min(range(len(self._actors)), key=self._loads.__getitem__)
         self._loads[index] += 1
         try:
-            result, live = await self._call(getattr(self._actors[index], method), work)
+            result, live = await self._call(self._actors[index].perform, work)
         finally:
             self._loads[index] -= 1
         self.summarizer.lives[index] = live

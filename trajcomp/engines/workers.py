@@ -37,7 +37,7 @@ from ..core.config import CompressionConfig, ConfigError
 from ..core.tokens import TokenCounter
 from ..summarizers import make_summarizer
 from .batch_answers import BatchAnswered
-from .part_work import PartDone, PartTask, compress_part
+from .part_work import JoinTask, PartDone, PartTask, perform
 from .summary_cache import CachedSummarizer, open_cache
 from .together import Together
 
@@ -100,8 +100,8 @@ async def _serve(inbox: Connection, outbox: Connection, core: TrajectoryCompress
     running: set[asyncio.Task] = set()
 
     async def one(key: int, work: Any) -> None:
-        try:  # a row, or a whole part (part_work.py)
-            result = await (compress_part(core, work) if isinstance(work, PartTask) else core.compress_row(work))
+        try:  # a row, a whole part or a file's join (part_work.py)
+            result = await perform(core, work)
         except Exception as exc:  # as in one process: the error reaches the run, which stops
             reply = ("error", key, _portable(exc))
         else:
@@ -228,6 +228,10 @@ class WorkerPool:
 
     async def compress_part(self, task: PartTask) -> PartDone:
         """The part computed and written by the worker holding the fewest parts (part_work.py)."""
+        return await self._ask(task)
+
+    async def join_file(self, task: JoinTask) -> tuple[int, str] | None:
+        """The file's parts checked and joined by a worker; (index, why) of a damaged part instead."""
         return await self._ask(task)
 
     async def _ask(self, work: Any) -> Any:
