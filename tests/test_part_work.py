@@ -1,13 +1,18 @@
-"""Parts as the unit of work (`--workers N` on a plain JSON Lines file): the workers read, compress and
-write whole parts, the main process parses no row, and the parts, selection and bytes are the row
-path's."""
+"""Parts as the unit of work (`--workers N` on a file that splits: plain JSON Lines, Parquet): the workers
+read, compress and write whole parts, the main process parses no row, and the parts, selection and
+bytes are the row path's."""
 
 from __future__ import annotations
 
 import gzip
 import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,8 +20,10 @@ from hypothesis import strategies as st
 from conftest import ROOT, SAMPLES, run_cli, write_jsonl
 
 from trajcomp.cli.commands import main
-from trajcomp.formats import jsonl
+from trajcomp.formats import jsonl, parquet
+from trajcomp.formats.arrow_rows import CONVERSATIONS_TYPE, to_table
 from trajcomp.formats.jsonl import JSONL, part_ranges, read_range
+from trajcomp.formats.parquet import ParquetFormat
 
 # ---- the parts' byte ranges: the same records as one read of the file, `rows` to a part ------------
 
@@ -49,6 +56,134 @@ def test_part_ranges_cut_the_records_every_rows_as_one_read_does(tmp_path_factor
     assert [r for part in parts for r in part] == whole  # the same lines, numbers, rows and errors
     assert [len(part) for part in parts] == [min(rows, len(whole) - k) for k in range(0, len(whole), rows)]
     assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))  # no byte read twice, none left out
+
+
+# ---- Parquet's row ranges: the same records as one read, whatever the row groups and batches --------
+
+TURNS = st.lists(st.fixed_dictionaries({"from": st.sampled_from(["human", "gpt"]), "value": st.text(max_size=5)}),
+                 max_size=3)
+NANOS = st.one_of(st.integers(-2**62, 2**62), st.integers(-2**52, 2**52).map(lambda us: us * 1000))  # not / whole µs
+TAGS = st.lists(st.one_of(st.none(), st.text(max_size=3)), max_size=3)
+META = st.fixed_dictionaries({}, optional={"lang": st.text(max_size=3), "n": st.integers(0, 9)})  # keys missing
+COLUMNS = {  # a type each, so a table of no rows or of nulls only has one too
+    "conversations": (st.one_of(st.none(), TURNS), CONVERSATIONS_TYPE),
+    "at": (st.one_of(st.none(), NANOS), pa.timestamp("ns", "UTC")),
+    "tags": (st.one_of(st.none(), TAGS), pa.list_(pa.string())),
+    "meta": (st.one_of(st.none(), META), pa.struct([("lang", pa.string()), ("n", pa.int64())])),
+    "split": (st.sampled_from(["train", "test", None]), pa.dictionary(pa.int8(), pa.string())),
+}
+
+
+@st.composite
+def parquet_tables(draw) -> tuple[pa.Table, list[int]]:
+    """A table and the sizes of the row groups it is written in (maybe none, maybe empty ones)."""
+    groups = draw(st.lists(st.integers(0, 7), max_size=6))
+    n = sum(groups)
+    columns = {name: pa.array(draw(st.lists(values, min_size=n, max_size=n)), arrow_type)
+               for name, (values, arrow_type) in COLUMNS.items()}
+    return pa.table({"id": pa.array(range(n), pa.int64()), **columns}), groups
+
+
+def write_groups(path: Path, table: pa.Table, groups: list[int]) -> Path:
+    with pq.ParquetWriter(path, table.schema) as writer:
+        start = 0
+        for size in groups:
+            writer.write_table(table.slice(start, size), row_group_size=max(size, 1))
+            start += size
+    return path
+
+
+def spans_read_as_one(path: Path, rows: int, batch_size: int) -> None:
+    """Concatenating read_span over spans(rows) gives read()'s records; every span `rows` but the last."""
+    fmt = ParquetFormat(batch_size=batch_size)
+    whole = [seen(r) for r in fmt.read(path)]
+    spans = list(fmt.spans(path, rows))
+    parts = [[seen(r) for r in fmt.read_span(path, span)] for span in spans]
+    assert [r for part in parts for r in part] == whole  # the same source, row numbers and values
+    assert [len(part) for part in parts] == [min(rows, len(whole) - k) for k in range(0, len(whole), rows)]
+    assert [span[1] - span[0] for span in spans] == [len(part) for part in parts]
+
+
+@settings(max_examples=200, deadline=None)
+@given(table=parquet_tables(), rows=st.integers(1, 8), batch_size=st.integers(1, 9))
+def test_parquet_spans_cut_the_rows_every_rows_as_one_read_does(tmp_path_factory, table, rows, batch_size):
+    path = write_groups(tmp_path_factory.mktemp("spans") / "in.parquet", *table)
+    assert pq.ParquetFile(path).metadata.num_row_groups == len(table[1])
+    spans_read_as_one(path, rows, batch_size)
+
+
+WITHOUT_PANDAS = """
+import sys
+from pathlib import Path
+
+class NoPandas:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] == "pandas":
+            raise ModuleNotFoundError(name)
+
+sys.meta_path.insert(0, NoPandas())
+import pyarrow as pa
+from test_part_work import spans_read_as_one
+
+assert type(pa.array([1000], pa.timestamp("ns")).to_pylist()[0]).__module__ == "datetime"
+for rows in range(1, 8):
+    for batch_size in range(1, 6):
+        spans_read_as_one(Path(sys.argv[1]), rows, batch_size)
+"""
+
+
+def test_parquet_spans_read_nanoseconds_as_one_read_does_without_pandas(tmp_path):
+    """Without pandas a batch holding a nanosecond not a whole µs is converted column by column
+    (arrow_rows.batch_rows): a value must not depend on which batch it falls in."""
+    at = [10**18 + 1, None, 2 * 10**18, 3 * 10**18, 7, 5000, 5001, None, 8 * 10**15]
+    table = pa.table({"id": range(9), "at": pa.array(at, pa.timestamp("ns", "UTC")),
+                      "within": pa.array([[{"t": v}] for v in at], pa.list_(pa.struct([("t", pa.duration("ns"))])))})
+    path = write_groups(tmp_path / "in.parquet", table, [2, 4, 3])
+    done = subprocess.run([sys.executable, "-c", WITHOUT_PANDAS, str(path)], cwd=Path(__file__).parent,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_parquet_span_reads_only_its_row_groups_a_batch_at_a_time(tmp_path, monkeypatch):
+    table = pa.table({"id": range(5000), "text": [f"row {i}" for i in range(5000)]})
+    path = tmp_path / "in.parquet"
+    pq.write_table(table, path, row_group_size=1000)
+    asked, pulled = [], []
+    real = pq.ParquetFile.iter_batches
+
+    def spying(self, *args, **kwargs):
+        asked.append((kwargs.get("batch_size"), list(kwargs.get("row_groups"))))
+        for batch in real(self, *args, **kwargs):
+            pulled.append(batch.num_rows)
+            yield batch
+
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", spying)
+    records = list(ParquetFormat(batch_size=100).read_span(path, (1950, 3010)))
+    assert [r.line for r in records] == list(range(1951, 3011))
+    assert asked == [(100, [1, 2, 3])]  # not the groups before or after it
+    assert pulled == [100] * 21  # rows 1000-3099: group 1 from its start, up to the batch holding the end
+
+
+def test_a_damaged_row_group_fails_the_spans_holding_it_as_read_fails(tmp_path):
+    table = pa.table({"id": range(30), "text": [f"row {i} " * 5 for i in range(30)]})
+    path = tmp_path / "damaged.parquet"
+    pq.write_table(table, path, row_group_size=10)
+    chunk = pq.ParquetFile(path).metadata.row_group(1).column(1)  # rows 10-19's text
+    start = chunk.dictionary_page_offset or chunk.data_page_offset
+    data = bytearray(path.read_bytes())
+    data[start:start + chunk.total_compressed_size] = b"\xff" * chunk.total_compressed_size
+    path.write_bytes(bytes(data))
+    fmt, expected = ParquetFormat(batch_size=4), table.to_pylist()
+    damaged = re.escape(str(path)) + ": corrupt Parquet data"
+    with pytest.raises(ValueError, match=damaged):
+        list(fmt.read(path))
+    for first, end in fmt.spans(path, 7):
+        if first < 20 and end > 10:  # some of its rows are the damaged group's
+            with pytest.raises(ValueError, match=damaged):
+                list(fmt.read_span(path, (first, end)))
+        else:
+            assert [(r.line, r.row) for r in fmt.read_span(path, (first, end))] == [
+                (k + 1, expected[k]) for k in range(first, end)]
 
 
 # ---- whole runs: the row path's bytes, and no row parsed in the main process -------------------------
@@ -95,6 +230,42 @@ def test_two_workers_take_whole_parts_and_write_the_row_paths_bytes(tmp_path, da
     for name in ("out.jsonl", "out_rejects.jsonl"):
         assert (tmp_path / "two" / name).read_bytes() == (tmp_path / "one" / name).read_bytes()
     assert one["rows"]["read"] == 16 and one["rows"]["rejected"] >= 1
+
+
+@pytest.fixture(scope="module")
+def parquet_dataset(tmp_path_factory) -> Path:
+    """The sample rows and two the row core rejects, in row groups of 4 rows."""
+    lines = (SAMPLES / "hermes_research_runs.jsonl").read_text(encoding="utf-8").splitlines()[:14]
+    rows = [json.loads(line) for line in lines]
+    rows.insert(3, {**rows[3], "id": "no turns", "conversations": None})
+    rows.insert(9, {**rows[9], "id": "a robot", "conversations": [{"from": "robot", "value": "beep"}]})
+    path = tmp_path_factory.mktemp("data") / "in.parquet"
+    pq.write_table(to_table(rows), path, row_group_size=4)
+    return path
+
+
+PARQUET_SETTINGS = {
+    "3 rows a part": ("--checkpoint-rows", "3"),  # parts begin and end inside row groups
+    "a 60% sample, 5 rows a part": ("--checkpoint-rows", "5", "--sample-percent", "60", "--seed", "7"),
+}
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".jsonl"])
+@pytest.mark.parametrize("flags", list(PARQUET_SETTINGS.values()), ids=list(PARQUET_SETTINGS))
+def test_two_workers_take_whole_parts_of_a_parquet_file(tmp_path, parquet_dataset, monkeypatch, flags, suffix):
+    assert pq.ParquetFile(parquet_dataset).metadata.num_row_groups == 4
+    converted = []
+    batch_rows = parquet.batch_rows
+    monkeypatch.setattr(parquet, "batch_rows", lambda batch: converted.append(batch.num_rows) or batch_rows(batch))
+    one = run(tmp_path / "one" / f"out{suffix}", parquet_dataset, *flags, "--workers", "1")
+    assert sum(converted) == 16  # one worker: this process reads every row
+    converted.clear()
+    two = run(tmp_path / "two" / f"out{suffix}", parquet_dataset, *flags, "--workers", "2")
+    assert converted == []  # two: this process read no row, the workers did
+    assert two == one
+    for name in (f"out{suffix}", "out_rejects.jsonl"):
+        assert (tmp_path / "two" / name).read_bytes() == (tmp_path / "one" / name).read_bytes()
+    assert one["rows"]["read"] == 16 and one["rows"]["rejected"] == 2
 
 
 def test_a_failing_endpoint_stops_two_workers_resumably(tmp_path, bpe_tokenizer):

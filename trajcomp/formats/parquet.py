@@ -8,6 +8,9 @@ writes them back unchanged. A nanosecond timestamp / duration / time that Python
 cannot hold exactly (not a whole microsecond) comes, when pandas is not installed, as an integer
 number of nanoseconds (value by value; whole-microsecond values stay datetimes); both kinds write
 back to the same nanosecond column exactly.
+The file splits by row ranges: `spans` counts rows from the row groups' counts in the footer, and
+`read_span` reads, in batches, only the row groups holding its rows (the rows of such a group before
+the span are decoded but never made Python values), numbered and valued as `read` gives them.
 A file that is not Parquet, or a damaged one, raises ValueError naming the file (after yielding
 the rows read before the damage).
 
@@ -62,26 +65,28 @@ def _open(path: Path) -> pq.ParquetFile:
 
 class ParquetFormat(Format):
     suffix = ".parquet"
+    splits = True
 
     def __init__(self, batch_size: int = BATCH_SIZE):
         self.batch_size = batch_size
 
     def read(self, path: Path) -> Iterator[Record]:
-        source = str(path)
-        number = 0
         with _open(path) as parquet:
-            batches = parquet.iter_batches(batch_size=self.batch_size)
-            while True:
-                try:
-                    batch = next(batches, None)
-                    rows = [] if batch is None else batch_rows(batch)
-                except (pa.ArrowException, OSError) as exc:
-                    raise ValueError(f"{path}: corrupt Parquet data after row {number}: {exc}") from exc
-                if batch is None:
-                    return
-                for row in rows:
-                    number += 1
-                    yield Record(source, number, None, row=row)
+            yield from _records(path, parquet.iter_batches(batch_size=self.batch_size), 0)
+
+    def spans(self, path: Path, rows: int) -> Iterator[tuple[int, int]]:
+        """(first row, end row), 0-based, of each run of `rows` rows: from the row groups' counts alone."""
+        with _open(path) as parquet:
+            total = sum(_group_rows(parquet.metadata))
+        for first in range(0, total, rows):
+            yield first, min(first + rows, total)
+
+    def read_span(self, path: Path, span: tuple) -> Iterator[Record]:
+        first, end = span
+        with _open(path) as parquet:
+            groups, start = _groups_holding(parquet.metadata, first, end)
+            batches = parquet.iter_batches(batch_size=self.batch_size, row_groups=groups)
+            yield from _records(path, batches, start, first, end)
 
     def schema(self, path: Path) -> pa.Schema:
         with _open(path) as parquet:
@@ -124,6 +129,40 @@ def conformed_row_groups(parts: Sequence[Path], target: pa.Schema) -> Iterator[p
                 table = parquet.read_row_group(i)
                 if table.num_rows:
                     yield conform(table, target)
+
+
+def _group_rows(metadata: pq.FileMetaData) -> list[int]:
+    return [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
+
+
+def _groups_holding(metadata: pq.FileMetaData, first: int, end: int) -> tuple[list[int], int]:
+    """The row groups holding any of rows [first, end), and the row the first of them begins at."""
+    groups, start, position = [], 0, 0
+    for i, size in enumerate(_group_rows(metadata)):
+        if position < end and position + size > first:
+            start = start if groups else position
+            groups.append(i)
+        position += size
+    return groups, start
+
+
+def _records(path: Path, batches: Iterator[pa.RecordBatch], position: int, first: int = 0,
+             end: int | None = None) -> Iterator[Record]:
+    """The Records of rows [first, end) (0-based) of `batches`, whose first row is the file's row `position`."""
+    source = str(path)
+    while end is None or position < end:
+        try:
+            batch = next(batches, None)
+            if batch is None:
+                return
+            # A span begins and ends anywhere in a row group: only its own rows become Python values.
+            skip = max(first - position, 0)
+            rows = batch_rows(batch.slice(skip, None if end is None else end - position - skip))
+        except (pa.ArrowException, OSError) as exc:
+            raise ValueError(f"{path}: corrupt Parquet data after row {position}: {exc}") from exc
+        for number, row in enumerate(rows, position + skip + 1):
+            yield Record(source, number, None, row=row)
+        position += batch.num_rows
 
 
 PARQUET = ParquetFormat()
