@@ -220,11 +220,12 @@ SETTINGS = {
 
 @pytest.mark.parametrize("flags", list(SETTINGS.values()), ids=list(SETTINGS))
 def test_two_workers_take_whole_parts_and_write_the_row_paths_bytes(tmp_path, dataset, monkeypatch, flags):
-    one = run(tmp_path / "one" / "out.jsonl", dataset, *flags, "--workers", "1")
+    monkeypatch.chdir(dataset.parent)  # the input named as given, relative: the rejects name it so
+    one = run(tmp_path / "one" / "out.jsonl", Path(dataset.name), *flags, "--workers", "1")
     parsed = []
     parse_line = jsonl.parse_line
     monkeypatch.setattr(jsonl, "parse_line", lambda *a: parsed.append(a[1]) or parse_line(*a))
-    two = run(tmp_path / "two" / "out.jsonl", dataset, *flags, "--workers", "2")
+    two = run(tmp_path / "two" / "out.jsonl", Path(dataset.name), *flags, "--workers", "2")
     assert parsed == []  # this process read no row: the workers did
     assert two == one
     for name in ("out.jsonl", "out_rejects.jsonl"):
@@ -257,10 +258,11 @@ def test_two_workers_take_whole_parts_of_a_parquet_file(tmp_path, parquet_datase
     converted = []
     batch_rows = parquet.batch_rows
     monkeypatch.setattr(parquet, "batch_rows", lambda batch: converted.append(batch.num_rows) or batch_rows(batch))
-    one = run(tmp_path / "one" / f"out{suffix}", parquet_dataset, *flags, "--workers", "1")
+    monkeypatch.chdir(parquet_dataset.parent)  # the input named relative, as the rejects name it
+    one = run(tmp_path / "one" / f"out{suffix}", Path(parquet_dataset.name), *flags, "--workers", "1")
     assert sum(converted) == 16  # one worker: this process reads every row
     converted.clear()
-    two = run(tmp_path / "two" / f"out{suffix}", parquet_dataset, *flags, "--workers", "2")
+    two = run(tmp_path / "two" / f"out{suffix}", Path(parquet_dataset.name), *flags, "--workers", "2")
     assert converted == []  # two: this process read no row, the workers did
     assert two == one
     for name in (f"out{suffix}", "out_rejects.jsonl"):

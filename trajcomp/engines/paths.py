@@ -24,8 +24,10 @@ class FileJob:
     dest: str | None = None  # the output's name when not its path (the URI it is uploaded to)
 
     def resolved(self) -> "FileJob":
-        """The job with absolute paths, for a worker or Ray actor running in another folder."""
-        return replace(self, input=self.input.resolve(), output=self.output.resolve())
+        """The job with absolute paths, for a worker or Ray actor running in another folder; its rows
+        still named as the run names the input (maybe relative), as on the row path."""
+        return replace(self, input=self.input.resolve(), output=self.output.resolve(),
+                       source=self.source or str(self.input))
 
 
 @dataclass(frozen=True)
