@@ -1,12 +1,13 @@
 """Parts as the unit of work: a worker process or Ray actor reads a whole part of a file that splits
-(a Format's `spans`) itself, compresses its rows, writes the part's files and hands back only its figures.
+(a Format's `spans`) itself, compresses its rows, writes the part's files and hands back only its
+figures; once a file's parts are all in, a worker also checks and joins them.
 
-The run's process (the coordinator, pipeline.py) then parses no row: it finds where each part lies
-(for JSON Lines, `part_ranges`, a scan for newlines), sends each span to a worker (workers.py,
-ray.py), and writes the parts' checkpoints in part order as their figures come back, so a killed
-run never leaves a checkpoint after a gap. A part covers the same input rows, selects the same rows
-(selection.py decides by file and line) and writes the same bytes (parts.py `Part`, the same writer)
-as on the row-by-row path.
+The run's process (the coordinator, pipeline.py) then parses no row and copies no byte: it finds
+where each part lies (JSON Lines: byte ranges, a scan for newlines; Parquet: row ranges, from the
+file's footer), sends each span to a worker (workers.py, ray.py), and writes the parts' checkpoints
+in order as their figures come back, so a killed run never leaves a checkpoint after a gap. A part
+covers the same input rows, selects the same rows (selection.py decides by file and line) and writes
+the same bytes (parts.py `Part`, the same writer) as on the row-by-row path.
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 Rows are compressed in this process, in `processing.num_workers` worker processes (workers.py) or by
 Ray actors (ray.py); either way this process reads them, keeps their order (ordered.py) and writes
 everything: parts made to count by checkpoints (parts.py), so a resumed run writes the same bytes as
-one never interrupted, and at the end the report (run_report.py). With worker processes and a plain
-JSON Lines file, workers take whole parts instead (`Runner.whole_parts` decides; part_work.py): this
-process only finds their byte ranges and commits their checkpoints in order.
+one never interrupted, and at the end the report (run_report.py). With worker processes or actors and
+files that split (plain JSON Lines, Parquet), they take whole parts instead (`Runner._splits`
+decides; part_work.py): this process only finds the parts' spans and commits their checkpoints in order.
 """
 
 from __future__ import annotations

@@ -3,10 +3,11 @@
 One Python process runs a row core's Python work (planning, identifiers, assembly) on one core
 whatever the machine; `processing.num_workers` spreads the work over several, each worker on its own
 event loop, with its own tokenizer, summarizer session and share of `max_concurrent_requests`.
-A plain JSON Lines file goes by parts (part_work.py): a worker reads a part's lines, compresses and
-writes them, and sends back its figures; the main process only finds the parts' byte ranges and
-commits their checkpoints in order. Any other input goes row by row: the main process reads the
-rows, sends each to a worker, keeps their order (ordered.ordered_map) and writes the parts.
+A file that splits (plain JSON Lines, Parquet) goes by parts (part_work.py): a worker reads a part's
+rows, compresses and writes them, and sends back its figures, and a worker joins a file's parts; the
+main process only finds the parts' spans and commits their checkpoints in order. Any other input goes
+row by row: the main process reads the rows, sends each to a worker, keeps their order
+(ordered.ordered_map) and writes the parts.
 
 Why plain processes and pipes, not a ProcessPoolExecutor: a pool's process runs one call at a
 time, and a worker must have many rows in flight at once (their summaries wait on the network).
