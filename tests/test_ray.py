@@ -149,8 +149,8 @@ def test_parquet_equals_the_local_engine(cluster, tmp_path):
     rows = _rows("hermes_coding_runs.jsonl", 8)
     src = tmp_path / "in.parquet"
     pq.write_table(pa.Table.from_pylist(rows), src, row_group_size=3)
-    local = _local(src, tmp_path / "local.parquet")
-    one = _ray(src, tmp_path / "one.parquet", cluster)
+    local = _local(src, tmp_path / "local.parquet", "--checkpoint-rows", "3")
+    one = _ray(src, tmp_path / "one.parquet", cluster, "--checkpoint-rows", "3")  # 3 parts: actors take them whole
     expected, got = pq.read_table(tmp_path / "local.parquet"), pq.read_table(tmp_path / "one.parquet")
     assert got.schema == expected.schema and got.to_pylist() == expected.to_pylist()
     _same_report(one, local)
