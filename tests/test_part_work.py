@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT, SAMPLES, run_cli, write_jsonl
+from conftest import ROOT, SAMPLES, read_jsonl, run_cli, write_jsonl
 
 from trajcomp.cli.commands import main
 from trajcomp.formats import jsonl, parquet
@@ -296,37 +296,45 @@ def test_a_failing_endpoint_stops_two_workers_resumably(tmp_path, bpe_tokenizer)
 
 def test_a_folder_of_small_files_goes_as_one_stream_of_whole_parts(tmp_path, dataset, monkeypatch):
     """Files of one part each (fewer than the workers, file by file) still go whole, as one stream of parts
-    across the folder; a file that does not split (gzip) goes row by row between them; an empty file too."""
+    across the folder; compressed files too (a worker unpacks each first); a JSON array, which neither
+    splits nor unpacks, row by row after them; an empty file too."""
+    import zstandard
+
+    from trajcomp.engines import pipeline
+
     lines = dataset.read_bytes().splitlines(keepends=True)
     folder = tmp_path / "in"
     folder.mkdir()
     (folder / "a.jsonl").write_bytes(b"".join(lines[:6]))
-    (folder / "b.jsonl.gz").write_bytes(gzip.compress(b"".join(lines[6:10])))
-    (folder / "c.jsonl").write_bytes(b"".join(lines[10:13]))
+    (folder / "b.jsonl.gz").write_bytes(gzip.compress(b"".join(lines[6:10]), mtime=0))
+    (folder / "c.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(b"".join(lines[10:13])))
     (folder / "d.jsonl").write_bytes(b"".join(lines[13:]))
     (folder / "e.jsonl").write_bytes(b"")
+    (folder / "f.json").write_text(json.dumps(read_jsonl(SAMPLES / "hermes_coding_runs.jsonl")[:2]))
     flags = ("-c", str(ROOT / "configs" / "demo.yaml"), "-q", "--checkpoint-rows", "6")
     one = run_cli("compress", str(folder), "-o", str(tmp_path / "one"), *flags, "--workers", "1")
     assert one.code == 0, one.stderr
-    parsed = []
-    parse_line = jsonl.parse_line
+    parsed, rows_here = [], []
+    parse_line, read_checked = jsonl.parse_line, pipeline.read_checked
     monkeypatch.setattr(jsonl, "parse_line", lambda *a: parsed.append(a[0]) or parse_line(*a))
+    monkeypatch.setattr(pipeline, "read_checked", lambda fmt, path: rows_here.append(path.name) or read_checked(fmt, path))
     with pytest.raises(SystemExit) as exit:
         main(["compress", str(folder), "-o", str(tmp_path / "two"), *flags, "--workers", "2"])
     assert exit.value.code == 0
-    assert set(parsed) == {str(folder / "b.jsonl.gz")}  # only the file that does not split was read here
+    assert parsed == [] and rows_here == ["f.json"]  # only the JSON array was read here
+    assert not list((tmp_path / "two").rglob("input.jsonl"))  # the plain copies are gone with the work folder
 
     def written(out: Path) -> dict[str, bytes]:
         return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()
                 and p.name != "compression_metrics.json"}
     assert written(tmp_path / "two") == written(tmp_path / "one")
-    assert len(written(tmp_path / "one")) >= 5
+    assert len(written(tmp_path / "one")) >= 6
     reports = [json.loads((tmp_path / run / "compression_metrics.json").read_text()) for run in ("one", "two")]
     assert [r["rows"] for r in reports[1:]] == [reports[0]["rows"]]
 
 
 def test_a_folder_run_killed_between_its_files_resumes_to_the_same_bytes(tmp_path, bpe_tokenizer):
-    """Whole parts across three files (two parts each), SIGKILL once three parts are in, the same command."""
+    """Whole parts across three files (two parts each, one gzip), SIGKILL once three parts are in, the same command."""
     import signal
 
     from openai_server import ServerThread
@@ -334,8 +342,10 @@ def test_a_folder_run_killed_between_its_files_resumes_to_the_same_bytes(tmp_pat
 
     folder = tmp_path / "in"
     folder.mkdir()
-    for k, name in enumerate("abc"):
-        write_jsonl(folder / f"{name}.jsonl", [hermes_row(6 * k + i) for i in range(6)])
+    for k, name in enumerate(("a.jsonl", "b.jsonl.gz", "c.jsonl")):  # b unpacked by a worker, again on the resume
+        plain = write_jsonl(tmp_path / f"{k}.jsonl", [hermes_row(6 * k + i) for i in range(6)])
+        (folder / name).write_bytes(gzip.compress(plain.read_bytes(), mtime=0) if name.endswith(".gz")
+                                    else plain.read_bytes())
     with ServerThread(latency=0.1) as server:
         ref = run_cli(*args(folder, tmp_path / "ref", bpe_tokenizer, server.base_url, "--workers", "1", "--no-cache"))
         assert ref.code == 0, ref.stderr
@@ -350,5 +360,27 @@ def test_a_folder_run_killed_between_its_files_resumes_to_the_same_bytes(tmp_pat
         assert again.code == 0, again.stderr
     report = json.loads((out / "compression_metrics.json").read_text())
     assert report["processing"]["resumed"] is True and report["processing"]["rows_from_checkpoint"] >= 9
-    for name in "abc":
-        assert (out / f"{name}.jsonl").read_bytes() == (tmp_path / "ref" / f"{name}.jsonl").read_bytes()
+    for name in ("a.jsonl", "b.jsonl.gz", "c.jsonl"):
+        assert (out / name).read_bytes() == (tmp_path / "ref" / name).read_bytes()
+
+
+@pytest.mark.parametrize("suffix", [".jsonl.gz", ".jsonl.zst"])
+def test_a_damaged_compressed_input_stops_whole_parts_with_the_row_paths_error(tmp_path, dataset, suffix):
+    """The worker unpacking a damaged file says what reading it row by row says: one line naming the
+    file, the compression and the last whole line; exit 1."""
+    from trajcomp.formats import format_for
+
+    rows = [json.loads(line) for line in dataset.read_text(encoding="utf-8").splitlines()
+            if line.strip().startswith('{"id": "hermes')]
+    whole = tmp_path / f"whole{suffix}"
+    format_for(whole).write_part(whole, rows * 6)
+    src = tmp_path / f"in{suffix}"
+    src.write_bytes(whole.read_bytes()[: whole.stat().st_size * 2 // 3])
+    said = []
+    for workers in ("1", "2"):
+        res = run_cli("compress", src.name, "-o", f"out{workers}{suffix}", "-c", str(ROOT / "configs" / "demo.yaml"),
+                      "-q", "--checkpoint-rows", "2", "--workers", workers, cwd=tmp_path)
+        assert res.code == 1, res.stderr
+        (line,) = res.stderr.splitlines()
+        said.append(line)
+    assert said[0] == said[1] and f"in{suffix}: corrupt " in said[0] and "data after line" in said[0]

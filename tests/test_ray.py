@@ -9,6 +9,7 @@ joining it with --ray-address.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import os
 import shutil
@@ -253,18 +254,22 @@ def test_an_actor_killed_mid_run_loses_and_duplicates_no_row(cluster, bpe_tokeni
 
 
 def test_actors_take_whole_parts_and_the_driver_parses_no_row(cluster, jsonl_inputs, tmp_path, monkeypatch):
-    """The run in this process (a driver of the cluster already): 9 records, 2 a part, 2 actors."""
-    src, flags = jsonl_inputs / "a.jsonl", ("--checkpoint-rows", "2")
-    _local(src, tmp_path / "l" / "a.jsonl", *flags)
+    """The run in this process (a driver of the cluster already): a file of 9 records and its gzip copy
+    (unpacked by an actor), 2 records a part, 2 actors."""
+    src, flags = tmp_path / "in", ("--checkpoint-rows", "2")
+    src.mkdir()
+    shutil.copy(jsonl_inputs / "a.jsonl", src / "a.jsonl")
+    (src / "b.jsonl.gz").write_bytes(gzip.compress((src / "a.jsonl").read_bytes(), mtime=0))
+    _local(src, tmp_path / "l", *flags)
     parsed = []
     parse_line = jsonl.parse_line
     monkeypatch.setattr(jsonl, "parse_line", lambda *a: parsed.append(a[1]) or parse_line(*a))
     with pytest.raises(SystemExit) as exit:
-        main(["compress", str(src), "-c", str(CONFIG), "-o", str(tmp_path / "r" / "a.jsonl"), "-q", "--no-cache",
+        main(["compress", str(src), "-c", str(CONFIG), "-o", str(tmp_path / "r"), "-q", "--no-cache",
               "--engine", "ray", "--ray-address", cluster, *flags])
     assert exit.value.code == 0
     assert parsed == []  # the actors read every row
-    _same_files(tmp_path / "r" / "a.jsonl", tmp_path / "l" / "a.jsonl")
+    _same_files(tmp_path / "r", tmp_path / "l")
 
 
 def test_actors_that_cannot_read_the_input_get_its_rows_from_the_driver(cluster, nodes, jsonl_inputs, tmp_path):

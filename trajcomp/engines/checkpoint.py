@@ -92,6 +92,10 @@ class WorkDir:
     def _file_dir(self, file_index: int) -> Path:
         return self.path / f"file-{file_index:05d}"
 
+    def plain_input(self, file_index: int) -> Path:
+        """Where a compressed input's plain copy is made for whole parts (removed once the file is joined)."""
+        return self._file_dir(file_index) / "input.jsonl"
+
     def part(self, file_index: int, part_index: int, suffix: str) -> Path:
         return self._file_dir(file_index) / f"part-{part_index:06d}{suffix}"
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any, AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
 
 _END = object()
 
 
 async def ordered_map(
-    items: Iterable, fn: Callable[[Any], Awaitable], max_running: int, max_held: int
+    items: Iterable | AsyncIterable, fn: Callable[[Any], Awaitable], max_running: int, max_held: int
 ) -> AsyncIterator:
     """fn over items, results in input order: at most `max_running` calls of fn at once, and at
     most `max_held` items taken and not yet yielded (running, or done and waiting behind a slower one).
@@ -20,7 +20,8 @@ async def ordered_map(
     Use it with contextlib.aclosing: on an early exit the tasks still running are cancelled and
     waited for, so none outlives the resources (HTTP session, cache) they use.
     """
-    source = iter(items)
+    waits = isinstance(items, AsyncIterable)  # items that take awaiting (a part's input unpacked first)
+    source = aiter(items) if waits else iter(items)
     pending: deque[asyncio.Future] = deque()  # taken and not yet yielded, in input order
     busy: set[asyncio.Future] = set()
     exhausted = False
@@ -28,7 +29,7 @@ async def ordered_map(
         while True:
             busy = {task for task in busy if not task.done()}
             while not exhausted and len(busy) < max_running and len(pending) < max_held:
-                item = next(source, _END)
+                item = await anext(source, _END) if waits else next(source, _END)
                 if item is _END:
                     exhausted = True
                     break

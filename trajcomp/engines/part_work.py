@@ -15,13 +15,13 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ..formats import format_for
-from ..formats.base import checked, input_schema
+from ..formats.base import InputError, checked, input_schema, unpack_checked
 from .checkpoint import WorkDir
 from .failures import counted
 from .ordered import ordered_map
@@ -46,6 +46,14 @@ class PartTask:
     max_running: int  # the part's rows in flight in the worker (ordered.ordered_map)
     max_held: int
     streak_limit: int  # max_consecutive_failures: a part failing that often in a row stops early
+
+
+@dataclass(frozen=True)
+class UnpackTask:
+    """A compressed input to be made a plain JSON Lines file at `dest` by a worker, so that it splits."""
+
+    job: FileJob
+    dest: Path
 
 
 @dataclass(frozen=True)
@@ -110,11 +118,27 @@ def join_file(task: JoinTask) -> tuple[int, str] | None:
     return join_parts(WorkDir(task.work, {}), task.file_index, job, writer, schema)
 
 
+def unpack_file(task: UnpackTask) -> FileJob:
+    """The compressed input decompressed into a plain copy (its damage an InputError naming it, as on the
+    row path); the job that reads the copy, its rows still named as the run names the input."""
+    job = task.job
+    unpack_checked(format_for(job.input), job.input, task.dest)
+    return replace(job, input=task.dest, source=job.source or str(job.input))
+
+
 async def perform(core, work: Any) -> Any:
-    """What a worker process or Ray actor is sent, done: a row, a part, or a file's join (on a thread,
-    so that the worker's rows in flight go on meanwhile)."""
-    if isinstance(work, PartTask):
-        return await compress_part(core, work)
-    if isinstance(work, JoinTask):
-        return await asyncio.to_thread(join_file, work)
-    return await core.compress_row(work)
+    """What a worker process or Ray actor is sent, done: a row, a part, or a file's unpacking or join
+    (on a thread, so that the worker's rows in flight go on meanwhile)."""
+    try:
+        if isinstance(work, PartTask):
+            return await compress_part(core, work)
+        if isinstance(work, JoinTask):
+            return await asyncio.to_thread(join_file, work)
+        if isinstance(work, UnpackTask):
+            return await asyncio.to_thread(unpack_file, work)
+        return await core.compress_row(work)
+    except InputError as exc:  # the input named as the run names it, not by the path a worker reads
+        job = getattr(work, "job", None)
+        if job is None or not job.source:
+            raise
+        raise InputError(str(exc).replace(str(job.input), job.source)) from None

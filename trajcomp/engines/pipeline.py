@@ -14,8 +14,8 @@ import time
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from itertools import chain, islice
-from typing import Any, Iterator
+from itertools import islice
+from typing import Any, AsyncIterator, Iterator
 
 from ..core.compressor import TrajectoryCompressor
 from ..core.config import CompressionConfig
@@ -29,7 +29,7 @@ from .checkpoint import WorkDir
 from .failures import FailureStreak
 from .ordered import ordered_map
 from .manifest import DamagedPart
-from .part_work import JoinTask, PartTask
+from .part_work import JoinTask, PartTask, UnpackTask
 from .parts import Part, join_parts
 from .paths import FileJob, Layout
 from .progress import Progress, warn
@@ -89,6 +89,14 @@ def build_rows(config: CompressionConfig, counter, layout: Layout, ray: RayOptio
     if workers == 1:
         return build_compressor(config, counter, layout)
     return WorkerPool(config, counter, layout.cache, workers)
+
+
+async def _after(first: list, rest: AsyncIterator) -> AsyncIterator:
+    """`first`'s items, then `rest`'s."""
+    for item in first:
+        yield item
+    async for item in rest:
+        yield item
 
 
 class Runner:
@@ -219,17 +227,27 @@ class Runner:
     async def _splits(self, job: FileJob) -> bool:
         """Whether worker processes or Ray actors take the file's parts whole (part_work.py), this
         process parsing no row. The only place that decides it: a file (or an object's local stage)
-        whose format splits (a span is cheap to find and to read), workers that can read it and the
+        whose format splits (a span is cheap to find and to read) or unpacks (a worker makes a
+        compressed file a plain copy, which splits), workers that can read it and the
         work folder (Ray actors on other nodes need shared storage), and nothing that needs rows
         counted or seen here: no --limit (it counts taken rows across files), no summarization.batch
         (it buys every row's summaries first)."""
-        return (format_for(job.input).splits and hasattr(self.compressor, "compress_part")
+        reader = format_for(job.input)
+        return ((reader.splits or reader.unpacks) and hasattr(self.compressor, "compress_part")
                 and self.options.selection.limit is None and not self.config.batch
                 and await self.compressor.reads(job.input.resolve(), self.work.path.resolve()))
 
+    async def _tasks(self, files: list[tuple[int, FileJob]], held: int) -> AsyncIterator[PartTask]:
+        """The files' remaining parts for the workers, found as the stream reaches them: a compressed
+        file is first made a plain copy in the work folder by a worker (part_work.unpack_file)."""
+        for index, job in files:
+            if not format_for(job.input).splits:
+                job = await self.compressor.unpack_file(UnpackTask(job.resolved(), self.work.plain_input(index)))
+            for task in self._spans(index, job, held):
+                yield task
+
     def _spans(self, index: int, job: FileJob, held: int) -> Iterator[PartTask]:
-        """What each of the file's remaining parts is for a worker (which holds at most `held` of its
-        rows), found as the stream needs them."""
+        """What each of the file's remaining parts is for a worker (which holds at most `held` of its rows)."""
         reader = format_for(job.input)
         spans = checked(job.input, lambda: reader.spans(job.input, self.options.checkpoint_rows))
         for k, span in islice(enumerate(spans), sum(1 for _ in self.work.checkpoints(index)), None):
@@ -243,13 +261,18 @@ class Runner:
         The files whose join found a damaged part come back; None, doing nothing, when there are
         fewer parts than workers (rows spread better)."""
         in_flight = 2 * self.compressor.workers  # a worker starts its next part while its last rows finish
-        held = max(1, self.max_held // in_flight)
-        tasks = chain.from_iterable(self._spans(index, job, held) for index, job in files)
-        ahead = list(islice(tasks, self.compressor.workers))  # the scans go no further than they must
+        tasks = self._tasks(files, max(1, self.max_held // in_flight))
+        ahead = []  # the scans go no further than they must
+        async for task in tasks:
+            ahead.append(task)
+            if len(ahead) == self.compressor.workers:
+                break
         if len(ahead) < self.compressor.workers:
+            for index, _ in files:
+                self.work.plain_input(index).unlink(missing_ok=True)
             return None
         unjoined, damaged = dict(files), []
-        async with aclosing(ordered_map(chain(ahead, tasks), self.compressor.compress_part, in_flight,
+        async with aclosing(ordered_map(_after(ahead, tasks), self.compressor.compress_part, in_flight,
                                         in_flight)) as done_parts:
             async for done in done_parts:
                 for failed, error in done.summaries:
@@ -267,6 +290,7 @@ class Runner:
     async def _joined_by_worker(self, index: int, job: FileJob) -> list[tuple[int, FileJob]]:
         """The file joined by a worker (part_work.join_file); the file back, to be redone, when a part was damaged."""
         damaged = await self.compressor.join_file(JoinTask(self.work.path.resolve(), index, job.resolved()))
+        self.work.plain_input(index).unlink(missing_ok=True)
         if damaged is not None:
             self._undo(index, *damaged)
         return [] if damaged is None else [(index, job)]

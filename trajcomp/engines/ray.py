@@ -28,7 +28,8 @@ from ..core.tokens import TokenCounter
 from ..formats import identity
 from ..formats.arrow_rows import batch_rows, to_table
 from .hf import METRICS_COLUMN_TYPE, core, metrics_value
-from .part_work import JoinTask, PartDone, PartTask, perform
+from .part_work import JoinTask, PartDone, PartTask, UnpackTask, perform
+from .paths import FileJob
 from .progress import warn
 from .together import Together
 from .workers import WorkerDied, build_core, shares
@@ -211,6 +212,10 @@ class RayPool:
 
     async def compress_part(self, task: PartTask) -> PartDone:
         """The part computed and written by the actor holding the fewest parts (part_work.py)."""
+        return await self._ask(task)
+
+    async def unpack_file(self, task: UnpackTask) -> FileJob:
+        """A compressed input made a plain copy by an actor; the job that reads it (part_work.py)."""
         return await self._ask(task)
 
     async def join_file(self, task: JoinTask) -> tuple[int, str] | None:

@@ -38,7 +38,8 @@ from ..core.config import CompressionConfig, ConfigError
 from ..core.tokens import TokenCounter
 from ..summarizers import make_summarizer
 from .batch_answers import BatchAnswered
-from .part_work import JoinTask, PartDone, PartTask, perform
+from .part_work import JoinTask, PartDone, PartTask, UnpackTask, perform
+from .paths import FileJob
 from .summary_cache import CachedSummarizer, open_cache
 from .together import Together
 
@@ -229,6 +230,10 @@ class WorkerPool:
 
     async def compress_part(self, task: PartTask) -> PartDone:
         """The part computed and written by the worker holding the fewest parts (part_work.py)."""
+        return await self._ask(task)
+
+    async def unpack_file(self, task: UnpackTask) -> FileJob:
+        """A compressed input made a plain copy by a worker; the job that reads it (part_work.py)."""
         return await self._ask(task)
 
     async def join_file(self, task: JoinTask) -> tuple[int, str] | None:

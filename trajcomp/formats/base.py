@@ -57,6 +57,14 @@ def input_schema(fmt: "Format", path: Path) -> Any:
         raise InputError(_named(path, exc)) from None
 
 
+def unpack_checked(fmt: "Format", path: Path, dest: Path) -> None:
+    """fmt.unpack(path, dest), its errors turned into InputError like read_checked's."""
+    try:
+        fmt.unpack(path, dest)
+    except (ValueError, OSError, EOFError) as exc:
+        raise InputError(_named(path, exc)) from None
+
+
 def _named(path: Path, exc: BaseException) -> str:
     message = " ".join(str(exc).split())
     return message if str(path) in message else f"{path}: {message}"
@@ -68,6 +76,7 @@ class Format:
     suffix: str = ""
     writable: bool = True
     splits: bool = False  # `spans` finds where runs of rows lie without reading them: a worker reads its own
+    unpacks: bool = False  # `unpack` makes a plain JSON Lines copy, which splits (compressed JSON Lines)
 
     def read(self, path: Path) -> Iterator[Record]:
         """Every row of the file in order; unreadable rows come as Records with an error."""
@@ -80,6 +89,11 @@ class Format:
 
     def read_span(self, path: Path, span: tuple) -> Iterator[Record]:
         """The records of one span: the same Records, numbers and errors `read` gives for them."""
+        raise NotImplementedError
+
+    def unpack(self, path: Path, dest: Path) -> None:
+        """The file's lines as a plain JSON Lines file at `dest` (atomically), with `read`'s errors.
+        Only for formats that unpack."""
         raise NotImplementedError
 
     def schema(self, path: Path) -> Any:

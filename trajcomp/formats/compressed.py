@@ -32,7 +32,7 @@ from typing import IO, Any, BinaryIO, Callable, Iterator, Sequence
 
 import zstandard
 
-from .base import Format, PartWriter, Record, StreamPart, concat_files
+from .base import AtomicFile, Format, PartWriter, Record, StreamPart, concat_files
 from .jsonl import dumps, read_lines
 
 GZIP_LEVEL = 6
@@ -115,18 +115,30 @@ class CompressedJsonl(Format):
         self.compressor = compressor  # binary file -> compressing stream; closing it ends the member/frame
         self.errors = errors
 
+    unpacks = True
+
     def read(self, path: Path) -> Iterator[Record]:
         with open(path, "rb") as raw, self.opener(raw) as handle:
             lines = _CountingLines(handle)
-            records = read_lines(str(path), lines)
-            while True:
-                try:
-                    record = next(records, None)
-                except self.errors as exc:
-                    raise ValueError(f"{path}: corrupt {self.kind} data after line {lines.count}: {exc}") from exc
-                if record is None:
-                    return
-                yield record
+            yield from self._decoded(path, lines, read_lines(str(path), lines))
+
+    def unpack(self, path: Path, dest: Path) -> None:
+        """The decompressed lines, as they are, into `dest`: for whole parts, whose spans a plain file has."""
+        with open(path, "rb") as raw, self.opener(raw) as handle, AtomicFile(dest) as out:
+            lines = _CountingLines(handle)
+            out.handle.writelines(self._decoded(path, lines, iter(lines)))
+
+    def _decoded(self, path: Path, lines: _CountingLines, items: Iterator[Any]) -> Iterator[Any]:
+        """`items` (drawn from `lines`) until the stream ends; damage, after the lines before it, as a
+        ValueError naming the file, the compression and the last whole line."""
+        while True:
+            try:
+                item = next(items, None)
+            except self.errors as exc:
+                raise ValueError(f"{path}: corrupt {self.kind} data after line {lines.count}: {exc}") from exc
+            if item is None:
+                return
+            yield item
 
     def open_part(self, path: Path, schema: Any = None) -> PartWriter:
         return _CompressedPart(path, dumps, self.compressor)

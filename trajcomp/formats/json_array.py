@@ -31,6 +31,7 @@ class JsonArrayFormat(JsonlFormat):
     """Parts are JSON Lines like JsonlFormat's; only reading and joining differ."""
 
     suffix = ".json"
+    splits = False  # an array is one JSON value: its elements cannot be found without parsing it
 
     def read(self, path: Path) -> Iterator[Record]:
         source = str(path)
