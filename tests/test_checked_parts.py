@@ -25,7 +25,7 @@ from openai_server import ServerThread
 from test_resume import args, hermes_row, run_held_midway, thaw
 
 from trajcomp import cli
-from trajcomp.engines import pipeline
+from trajcomp.engines import part_work, pipeline
 
 ROWS = 24
 CHECKPOINT_ROWS = 3  # args() runs with --checkpoint-rows 3
@@ -123,7 +123,7 @@ def test_a_part_damaged_after_the_resume_checked_it_is_computed_again_before_the
     """The join checks the parts right before it reads them: one damaged since is redone, not joined."""
     src = write_jsonl(tmp_path / "in.jsonl", [*read_jsonl(SAMPLES / "hermes_research_runs.jsonl")[:5], "{oops"])
     assert run_inproc(offline(src, tmp_path / "ref.jsonl"))[0] == 0
-    real, calls = pipeline.join_parts, []
+    real, calls = part_work.join_parts, []
 
     def damaging_join(work, index, *rest):
         calls.append(index)
@@ -131,7 +131,7 @@ def test_a_part_damaged_after_the_resume_checked_it_is_computed_again_before_the
             truncate(work.part(index, 1, ".jsonl"))
         return real(work, index, *rest)
 
-    monkeypatch.setattr(pipeline, "join_parts", damaging_join)
+    monkeypatch.setattr(part_work, "join_parts", damaging_join)
     code, stderr = run_inproc(offline(src, tmp_path / "out.jsonl"))
     assert code == 0, stderr
     assert calls == [0, 0] and "part-000001.jsonl: size" in stderr and stderr.count("warning") == 1
@@ -194,13 +194,13 @@ def test_a_joined_files_damaged_rejects_part_redoes_that_file(tmp_path):
 def test_a_part_damaged_at_every_join_stops_the_run_resumably(tmp_path, monkeypatch):
     """Storage that loses every write: after three attempts the run stops (exit 1), no output written."""
     src = write_jsonl(tmp_path / "in.jsonl", read_jsonl(SAMPLES / "hermes_research_runs.jsonl")[:4])
-    real = pipeline.join_parts
+    real = part_work.join_parts
 
     def damaging_join(work, index, *rest):
         truncate(work.part(index, 0, ".jsonl"))
         return real(work, index, *rest)
 
-    monkeypatch.setattr(pipeline, "join_parts", damaging_join)
+    monkeypatch.setattr(part_work, "join_parts", damaging_join)
     code, stderr = run_inproc(offline(src, tmp_path / "out.jsonl"))
     assert code == 1 and stderr.count("warning") == 3, stderr
     assert "again after 3 attempts" in stderr.splitlines()[-1] and "run the same command again" in stderr

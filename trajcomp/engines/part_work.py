@@ -113,9 +113,11 @@ def join_file(task: JoinTask) -> tuple[int, str] | None:
     """The file's parts checked and joined into its output (parts.join_parts), off the coordinator:
     reading every part's bytes to check and copy them is most of a run's work outside the rows.
     (index, why) of a damaged part comes back instead, nothing written."""
-    job = task.job
+    job, work = task.job, WorkDir(task.work, {})
+    if work.is_file_done(task.file_index):  # joined already: a retried task (its actor lost before it answered)
+        return None
     writer, schema = format_for(job.output), input_schema(format_for(job.input), job.input)
-    return join_parts(WorkDir(task.work, {}), task.file_index, job, writer, schema)
+    return join_parts(work, task.file_index, job, writer, schema)
 
 
 def unpack_file(task: UnpackTask) -> FileJob:

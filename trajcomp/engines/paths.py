@@ -23,10 +23,10 @@ class FileJob:
     source: str | None = None  # the input's name in rejects and reports when not its path (the URI it came from)
     dest: str | None = None  # the output's name when not its path (the URI it is uploaded to)
 
-    def resolved(self) -> "FileJob":
-        """The job with absolute paths, for a worker or Ray actor running in another folder; its rows
-        still named as the run names the input (maybe relative), as on the row path."""
-        return replace(self, input=self.input.resolve(), output=self.output.resolve(),
+    def absolute(self) -> "FileJob":
+        """The job with absolute paths (symlinks kept: a format is known by its name), for a worker or
+        Ray actor running in another folder; its rows still named as the run names the input."""
+        return replace(self, input=Path(os.path.abspath(self.input)), output=Path(os.path.abspath(self.output)),
                        source=self.source or str(self.input))
 
 

@@ -4,24 +4,27 @@ Rows are compressed in this process, in `processing.num_workers` worker processe
 Ray actors (ray.py); either way this process reads them, keeps their order (ordered.py) and writes
 everything: parts made to count by checkpoints (parts.py), so a resumed run writes the same bytes as
 one never interrupted, and at the end the report (run_report.py). With worker processes or actors and
-files that split (plain JSON Lines, Parquet), they take whole parts instead (`Runner._splits`
-decides; part_work.py): this process only finds the parts' spans and commits their checkpoints in order.
+JSON Lines (plain or compressed) or Parquet files, they take whole parts instead (`Runner._splits`
+decides; part_stream.py, part_work.py): this process only finds the parts' spans and commits their
+checkpoints in order; workers write the parts and join the files.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from itertools import islice
-from typing import Any, AsyncIterator, Iterator
+from itertools import groupby, islice
+from pathlib import Path
+from typing import Any
 
 from ..core.compressor import TrajectoryCompressor
 from ..core.config import CompressionConfig
 from ..core.metrics import Aggregate
 from ..formats import Record, format_for, identity
-from ..formats.base import InputError, checked, input_schema, read_checked, write_json
+from ..formats.base import InputError, input_schema, read_checked, write_json
 from ..reports.schema import Batches, Report
 from ..version import __version__
 from .batch import BatchBuyer
@@ -29,8 +32,9 @@ from .checkpoint import WorkDir
 from .failures import FailureStreak
 from .ordered import ordered_map
 from .manifest import DamagedPart
-from .part_work import JoinTask, PartTask, UnpackTask
-from .parts import Part, join_parts
+from .part_stream import PartStream
+from .part_work import JoinTask, join_file
+from .parts import Part
 from .paths import FileJob, Layout
 from .progress import Progress, warn
 from .remote import WorkMirror, named
@@ -91,18 +95,11 @@ def build_rows(config: CompressionConfig, counter, layout: Layout, ray: RayOptio
     return WorkerPool(config, counter, layout.cache, workers)
 
 
-async def _after(first: list, rest: AsyncIterator) -> AsyncIterator:
-    """`first`'s items, then `rest`'s."""
-    for item in first:
-        yield item
-    async for item in rest:
-        yield item
-
-
 class Runner:
     """Moves every input file's rows, in order, through one compressor (or a pool of worker processes or
     Ray actors: anything with the row core's start, compress_row and close, a `summarizer` and a
-    `counter`) into its output's parts; the parts, the failure streak and the report are others' jobs."""
+    `counter`; a pool also has `workers`, `reads`, `compress_part`, `unpack_file` and `join_file` for
+    whole parts) into its output's parts; the parts, the failure streak and the report are others' jobs."""
 
     def __init__(self, config: CompressionConfig, compressor: TrajectoryCompressor | WorkerPool | Any, layout: Layout,
                  options: RunOptions):
@@ -115,7 +112,8 @@ class Runner:
         self.max_held = config.max_rows_in_memory
         self.max_running = min(max(8, 2 * config.max_concurrent_requests), self.max_held)
         mirror = WorkMirror(layout.work_mirror) if layout.work_mirror else None
-        self.work = WorkDir(layout.work, self.fingerprint(), mirror)
+        # Absolute: workers and Ray actors are sent paths in it, and actors run in another folder.
+        self.work = WorkDir(Path(os.path.abspath(layout.work)), self.fingerprint(), mirror)
         self.progress: Progress | None = None
         self.batch: Batches | None = None  # what buying the summaries in batches took (summarization.batch)
         self.resumed_rows = 0
@@ -139,6 +137,7 @@ class Runner:
     async def run(self) -> RunResult:
         started, clock = datetime.now(timezone.utc), time.monotonic()
         self.work.check(self.options.restart)
+        unreadable = False
         try:
             await self.compressor.start()  # preflight: a dead endpoint stops the run before any file exists
             self.work.begin()
@@ -151,11 +150,12 @@ class Runner:
             with Progress(disable=self.options.quiet, live=self.compressor.summarizer.live) as self.progress:
                 await self._run_files()
         except InputError:
-            if next(self.work.all_checkpoints(len(self.layout.files)), None) is None:
-                self.work.remove()  # nothing finished: leave no trace of a run that could not start
+            unreadable = True
             raise
         finally:
-            await self.compressor.close()
+            await self.compressor.close()  # first: a worker still writing a part would make the folder again
+            if unreadable and next(self.work.all_checkpoints(len(self.layout.files)), None) is None:
+                self.work.remove()  # nothing finished: leave no trace of a run that could not start
         gathered = gather(self.work, self.layout)
         facts = RunFacts(started, time.monotonic() - clock, self.work.resumed, self.resumed_rows,
                          self.options.selection.as_dict(), self.max_running, self.batch)
@@ -188,9 +188,9 @@ class Runner:
         del resumed[first:]
 
     async def _run_files(self) -> None:
-        """Every file not yet done: first those whose parts workers take whole, as one stream of parts (a
-        part of the next file starts while this one's last parts finish), then, in order, any other
-        file, or one whose join found a part damaged, row by row through this process."""
+        """Every file not yet done, in order: a run of files whose parts workers take whole as one
+        stream of parts (part_stream.py), any other file (or one whose join found a part damaged)
+        row by row through this process."""
         if self.options.selection.limit is not None:
             taken = 0  # rows taken in the files before: --limit counts across files
             for index, job in enumerate(self.layout.files):
@@ -199,11 +199,20 @@ class Runner:
                 taken += sum(c["taken"] for c in self.work.checkpoints(index))
             return
         left = [(i, job) for i, job in enumerate(self.layout.files) if not self.work.is_file_done(i)]
-        whole = [file for file in left if await self._splits(file[1])]
-        if whole and (damaged := await self._write_whole_files(whole)) is not None:
-            left = [file for file in left if file not in whole or file in damaged]
-        for index, job in left:
-            await self.run_file(index, job, 0)
+        whole = [self._splits(job) for _, job in left]
+        if any(whole) and not await self._shared([file for file, split in zip(left, whole) if split]):
+            whole = [False] * len(left)
+        for split, group in groupby(zip(left, whole), key=lambda pair: pair[1]):
+            files = [file for file, _ in group]
+            if split and (damaged := await self._part_stream().run(files)) is not None:
+                files = damaged
+            for index, job in files:
+                await self.run_file(index, job, 0)
+
+    def _part_stream(self) -> PartStream:
+        return PartStream(self.work, self.compressor, self.options.selection, self.options.checkpoint_rows,
+                          self.config.max_consecutive_failures, self.max_running, self.max_held, self.failures,
+                          self.progress, self._undo, {i: len(parts) for i, parts in self.resumed_parts.items()})
 
     async def run_file(self, index: int, job: FileJob, taken_before: int) -> None:
         """The file's remaining parts, row by row, then their join; parts that fail the join's check are redone."""
@@ -218,82 +227,27 @@ class Runner:
 
     def _join(self, index: int, job: FileJob) -> str | None:
         """The file's parts joined into its output; else why a part failed its check (it is undone, said once)."""
-        writer, schema = format_for(job.output), input_schema(format_for(job.input), job.input)
-        damaged = join_parts(self.work, index, job, writer, schema)
+        damaged = join_file(JoinTask(self.work.path, index, job))
         if damaged is not None:
             self._undo(index, *damaged)
         return damaged and damaged[1]
 
-    async def _splits(self, job: FileJob) -> bool:
+    def _splits(self, job: FileJob) -> bool:
         """Whether worker processes or Ray actors take the file's parts whole (part_work.py), this
-        process parsing no row. The only place that decides it: a file (or an object's local stage)
-        whose format splits (a span is cheap to find and to read) or unpacks (a worker makes a
-        compressed file a plain copy, which splits), workers that can read it and the
-        work folder (Ray actors on other nodes need shared storage), and nothing that needs rows
-        counted or seen here: no --limit (it counts taken rows across files), no summarization.batch
-        (it buys every row's summaries first)."""
+        process parsing no row. The only place that decides it (with `_shared`): a file (or an
+        object's local stage) whose format splits (a span is cheap to find and to read) or unpacks
+        (a worker makes a compressed file a plain copy, which splits), and nothing that needs rows
+        counted or seen here: no --limit (it counts taken rows across files), no
+        summarization.batch (it buys every row's summaries first)."""
         reader = format_for(job.input)
         return ((reader.splits or reader.unpacks) and hasattr(self.compressor, "compress_part")
-                and self.options.selection.limit is None and not self.config.batch
-                and await self.compressor.reads(job.input.resolve(), self.work.path.resolve()))
+                and self.options.selection.limit is None and not self.config.batch)
 
-    async def _tasks(self, files: list[tuple[int, FileJob]], held: int) -> AsyncIterator[PartTask]:
-        """The files' remaining parts for the workers, found as the stream reaches them: a compressed
-        file is first made a plain copy in the work folder by a worker (part_work.unpack_file)."""
-        for index, job in files:
-            if not format_for(job.input).splits:
-                job = await self.compressor.unpack_file(UnpackTask(job.resolved(), self.work.plain_input(index)))
-            for task in self._spans(index, job, held):
-                yield task
-
-    def _spans(self, index: int, job: FileJob, held: int) -> Iterator[PartTask]:
-        """What each of the file's remaining parts is for a worker (which holds at most `held` of its rows)."""
-        reader = format_for(job.input)
-        spans = checked(job.input, lambda: reader.spans(job.input, self.options.checkpoint_rows))
-        for k, span in islice(enumerate(spans), sum(1 for _ in self.work.checkpoints(index)), None):
-            yield PartTask(self.work.path.resolve(), index, k, job.resolved(), self.options.selection, span,
-                           min(self.max_running, held), held, self.config.max_consecutive_failures)
-
-    async def _write_whole_files(self, files: list[tuple[int, FileJob]]) -> list[tuple[int, FileJob]] | None:
-        """The files' remaining parts, each read, compressed and written by a worker; here their
-        checkpoints are committed in order (a part done early waits for those before it), their
-        summaries counted in order by the failure streak, each file joined once its last part is in.
-        The files whose join found a damaged part come back; None, doing nothing, when there are
-        fewer parts than workers (rows spread better)."""
-        in_flight = 2 * self.compressor.workers  # a worker starts its next part while its last rows finish
-        tasks = self._tasks(files, max(1, self.max_held // in_flight))
-        ahead = []  # the scans go no further than they must
-        async for task in tasks:
-            ahead.append(task)
-            if len(ahead) == self.compressor.workers:
-                break
-        if len(ahead) < self.compressor.workers:
-            for index, _ in files:
-                self.work.plain_input(index).unlink(missing_ok=True)
-            return None
-        unjoined, damaged = dict(files), []
-        async with aclosing(ordered_map(_after(ahead, tasks), self.compressor.compress_part, in_flight,
-                                        in_flight)) as done_parts:
-            async for done in done_parts:
-                for failed, error in done.summaries:
-                    self.failures.step(failed, error, done.file_index, done.index)
-                if done.checkpoint is None:  # stopped early: its streak has stopped the run above
-                    raise RuntimeError(f"part {done.index} of file {done.file_index} stopped without a reason")
-                self.work.commit_part(done.file_index, done.index, done.checkpoint)
-                self.progress.advance(done.shown)
-                for index in [i for i in unjoined if i < done.file_index]:  # every part of these is in
-                    damaged += await self._joined_by_worker(index, unjoined.pop(index))
-        for index, job in unjoined.items():
-            damaged += await self._joined_by_worker(index, job)
-        return damaged
-
-    async def _joined_by_worker(self, index: int, job: FileJob) -> list[tuple[int, FileJob]]:
-        """The file joined by a worker (part_work.join_file); the file back, to be redone, when a part was damaged."""
-        damaged = await self.compressor.join_file(JoinTask(self.work.path.resolve(), index, job.resolved()))
-        self.work.plain_input(index).unlink(missing_ok=True)
-        if damaged is not None:
-            self._undo(index, *damaged)
-        return [] if damaged is None else [(index, job)]
+    async def _shared(self, files: list[tuple[int, FileJob]]) -> bool:
+        """Whether the workers read these inputs and write the work folder where this process does
+        (Ray actors on other nodes need shared storage; asked once for the run)."""
+        reads = getattr(self.compressor, "reads", None)
+        return reads is not None and await reads([job.absolute().input for _, job in files], self.work.path)
 
     async def _write_parts(self, index: int, job: FileJob, reader, writer, schema, taken_before: int) -> None:
         """The file's rows from its first unfinished part on, into parts each made to count by its checkpoint."""

@@ -134,20 +134,26 @@ class _CoreActor:
         return ray.get_runtime_context().get_node_id()
 
     async def perform(self, work: Any) -> tuple[Any, dict[str, int]]:
-        """A row, a whole part or a file's join (part_work.perform), and the summarizer's live figures."""
+        """A row, a whole part, a file's unpacking or its join (part_work.perform), and the summarizer's live figures."""
         await self.start()
         return await perform(self.core, work), self.core.summarizer.live()
 
-    def sees(self, path: str, size_and_time: tuple[int, int], probe: str, token: str) -> bool:
-        """Whether this node has the driver's file at `path` and its work folder: the token the driver
-        wrote in `probe` read here, and this actor's answer written beside it for the driver to read."""
+    def sees(self, files: list[tuple[str, tuple[int, int]]], probe: str, token: str) -> str | None:
+        """What of the driver's files (path, size and time) and its work folder this node lacks; None when
+        it has them all: the token the driver wrote in `probe` read here, this actor's answer written beside it."""
+        for path, known in files:
+            try:
+                if tuple(identity(Path(path))) != tuple(known):
+                    return path
+            except OSError:
+                return path
         try:
-            if tuple(identity(Path(path))) != tuple(size_and_time) or Path(probe).read_text() != token:
-                return False
+            if Path(probe).read_text() != token:
+                return str(Path(probe).parent)
             Path(f"{probe}.{os.getpid()}").write_text(token)
-            return True
         except OSError:
-            return False
+            return str(Path(probe).parent)
+        return None
 
     async def stop(self) -> dict[str, Any]:
         await self.core.close()
@@ -184,7 +190,6 @@ class RayPool:
         self._actors: list[Any] = []
         self._loads: list[int] = []
         self._began_ray = False
-        self._shared: dict[tuple[Path, Path], bool] = {}  # (input, work folder) -> every actor sees them
 
     async def start(self) -> None:
         preflight = TrajectoryCompressor(self.configs[0], self.counter)
@@ -232,28 +237,25 @@ class RayPool:
         self.summarizer.lives[index] = live
         return result
 
-    async def reads(self, path: Path, work: Path) -> bool:
-        """Whether every actor reads `path` and the work folder as this process does (shared storage,
+    async def reads(self, paths: list[Path], work: Path) -> bool:
+        """Whether every actor reads `paths` and the work folder as this process does (shared storage,
         or one machine), so that they take whole parts; said once when they do not."""
-        if (path, work) not in self._shared:
-            self._shared[path, work] = shared = await self._all_see(path, work)
-            if not shared:
-                warn(f"some Ray actors cannot read {path} or the work folder {work} where this process does: "
-                     "its rows go through this process one by one (put both on storage every node mounts)")
-        return self._shared[path, work]
-
-    async def _all_see(self, path: Path, work: Path) -> bool:
         token = secrets.token_hex(16)
         probe = work / f"shared-{token[:8]}"
         probe.write_text(token)
+        files = [(str(path), identity(path)) for path in paths]
         try:
-            seen = await asyncio.gather(*(self._call(a.sees, str(path), identity(path), str(probe), token)
-                                          for a in self._actors))
+            lacking = await asyncio.gather(*(self._call(a.sees, files, str(probe), token) for a in self._actors))
             answers = {p.read_text() for p in work.glob(probe.name + ".*")}
-            return all(seen) and answers == {token}
         finally:
             for leftover in work.glob(probe.name + "*"):
                 leftover.unlink(missing_ok=True)
+        missing = next((what for what in lacking if what is not None), None if answers == {token} else str(work))
+        if missing is None:
+            return True
+        warn(f"a Ray actor cannot read {missing} where this process does: the rows go through this process "
+             "one by one (put the inputs and the work folder on storage every node mounts)")
+        return False
 
     async def _call(self, method, *args):
         """A remote call's value; the error a row core raised, as it raised it; WorkerDied when the

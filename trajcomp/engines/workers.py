@@ -3,11 +3,11 @@
 One Python process runs a row core's Python work (planning, identifiers, assembly) on one core
 whatever the machine; `processing.num_workers` spreads the work over several, each worker on its own
 event loop, with its own tokenizer, summarizer session and share of `max_concurrent_requests`.
-A file that splits (plain JSON Lines, Parquet) goes by parts (part_work.py): a worker reads a part's
-rows, compresses and writes them, and sends back its figures, and a worker joins a file's parts; the
-main process only finds the parts' spans and commits their checkpoints in order. Any other input goes
-row by row: the main process reads the rows, sends each to a worker, keeps their order
-(ordered.ordered_map) and writes the parts.
+JSON Lines (plain or compressed) and Parquet go by parts (part_work.py, part_stream.py): a worker
+reads a part's rows, compresses and writes them, and sends back its figures; a worker unpacks a
+compressed file and joins a file's parts; the main process only finds the parts' spans and commits
+their checkpoints in order. Other inputs (and --limit, batch runs) go row by row: the main process
+reads the rows, sends each to a worker, keeps their order (ordered.ordered_map) and writes the parts.
 
 Why plain processes and pipes, not a ProcessPoolExecutor: a pool's process runs one call at a
 time, and a worker must have many rows in flight at once (their summaries wait on the network).
@@ -17,13 +17,14 @@ The summary cache is shared: in a folder each worker appends to a segment of its
 Stopping: workers ignore SIGINT and SIGTERM (a terminal's Ctrl-C and many schedulers signal the
 whole process group) and leave stopping to the main process, which sends each a stop, waits for
 it, and kills one that does not go within STOP_GRACE seconds. A worker whose main process died
-(kill -9) sees its pipe close and stops by itself (a part it was writing is dropped).
+(kill -9) sees its pipe close and ends at once (a part, join or copy it was writing is dropped).
 """
 
 from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
 import pickle
 import signal
 import threading
@@ -130,12 +131,14 @@ async def _serve(inbox: Connection, outbox: Connection, core: TrajectoryCompress
 
 
 def _receive(inbox: Connection, loop: asyncio.AbstractEventLoop, put: Callable[[Any], None]) -> None:
-    """The worker's pipe read on a thread: rows to the loop as they come; None once stopped or orphaned."""
+    """The worker's pipe read on a thread: rows to the loop as they come; None once told to stop."""
     while True:
         try:
             message = inbox.recv()
         except (EOFError, OSError):
-            message = None
+            # Orphaned (the main process was killed): end now, not after a join or unpacking in
+            # progress, which a resumed run would do again beside it. The cache writes each entry whole.
+            os._exit(0)
         try:
             loop.call_soon_threadsafe(put, message)
         except RuntimeError:  # the loop has ended: the worker is on its way out
@@ -224,8 +227,8 @@ class WorkerPool:
         """The row's result from the worker holding the fewest rows (or parts)."""
         return await self._ask(row)
 
-    async def reads(self, path: Path, work: Path) -> bool:
-        """Whether the workers can read `path` and write into `work` themselves: on this machine, always."""
+    async def reads(self, paths: list[Path], work: Path) -> bool:
+        """Whether the workers can read `paths` and write into `work` themselves: on this machine, always."""
         return True
 
     async def compress_part(self, task: PartTask) -> PartDone:

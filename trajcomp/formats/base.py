@@ -58,10 +58,15 @@ def input_schema(fmt: "Format", path: Path) -> Any:
 
 
 def unpack_checked(fmt: "Format", path: Path, dest: Path) -> None:
-    """fmt.unpack(path, dest), its errors turned into InputError like read_checked's."""
+    """fmt.unpack(path, dest), the input's errors turned into InputError like read_checked's (a full
+    disk under `dest` stays an OSError: the input is not to blame)."""
     try:
         fmt.unpack(path, dest)
-    except (ValueError, OSError, EOFError) as exc:
+    except (ValueError, EOFError) as exc:
+        raise InputError(_named(path, exc)) from None
+    except OSError as exc:
+        if exc.filename != str(path):
+            raise
         raise InputError(_named(path, exc)) from None
 
 

@@ -1,0 +1,158 @@
+"""The coordinator's side of whole parts: files' parts sent to workers as one stream, committed in order.
+
+A run of files whose parts worker processes or Ray actors take whole (pipeline.py decides which) is
+one stream of part tasks (part_work.py): a part of the next file starts while this one's last parts
+finish, so a folder of small shards keeps every worker busy. Here the checkpoints come back and are
+committed in input order (a part done early waits for those before it, so a kill never leaves a gap),
+their summaries counted in order by the failure streak, and each file is joined by a worker as soon
+as its last part is in. A compressed file is first made a plain copy by a worker, the next one
+while the parts before it run. An error in finding a file's parts reaches the run in order, after
+the parts before it, as a row-by-row run would meet it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Any, AsyncIterator, Callable, Iterator
+
+from ..formats import format_for
+from ..formats.base import checked
+from .checkpoint import WorkDir
+from .failures import FailureStreak
+from .ordered import ordered_map
+from .part_work import JoinTask, PartDone, PartTask, UnpackTask
+from .paths import FileJob
+from .progress import Progress
+from .selection import Selection
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """An error met while finding a file's parts, raised when its place in the stream comes."""
+
+    error: BaseException
+
+
+@dataclass
+class PartStream:
+    """What the stream needs of the run: its work folder, the pool (WorkerPool or RayPool: workers,
+    compress_part, unpack_file, join_file), its settings, and what it reports to (streak, progress);
+    `undo` forgets a damaged part and those after it (pipeline.Runner._undo); `finished`: each file's
+    parts already committed."""
+
+    work: WorkDir
+    pool: Any
+    selection: Selection
+    checkpoint_rows: int
+    streak_limit: int
+    max_running: int
+    max_held: int
+    failures: FailureStreak
+    progress: Progress
+    undo: Callable[[int, int, str], None]
+    finished: dict[int, int]
+    _parts: dict[int, int] = field(default_factory=dict)  # file -> its parts, once all were found
+    _unpacking: dict[int, asyncio.Task] = field(default_factory=dict)
+
+    async def run(self, files: list[tuple[int, FileJob]]) -> list[tuple[int, FileJob]] | None:
+        """The files' remaining parts computed and committed, each file joined; the files whose join
+        found a damaged part come back (to be computed row by row). None, nothing committed, when
+        there are fewer parts than workers (rows spread better)."""
+        in_flight = 2 * self.pool.workers  # a worker starts its next part while its last rows finish
+        tasks = self._tasks(files, max(1, self.max_held // in_flight))
+        ahead = []  # the scans go no further than they must
+        async for task in tasks:
+            ahead.append(task)
+            if len(ahead) == self.pool.workers:
+                break
+        if len(ahead) < self.pool.workers and not any(isinstance(t, _Failed) for t in ahead):
+            await self._drop_copies(files)
+            return None
+        unjoined, damaged = dict(files), []
+        committed = dict(self.finished)
+        try:
+            async with aclosing(ordered_map(_after(ahead, tasks), self._perform, in_flight, in_flight)) as done:
+                async for part in done:
+                    self._commit(part)
+                    committed[part.file_index] = part.index + 1
+                    for index in [i for i in unjoined if i < part.file_index or committed.get(i, 0) == self._parts.get(i)]:
+                        damaged += await self._join(index, unjoined.pop(index))
+            for index, job in list(unjoined.items()):
+                damaged += await self._join(index, unjoined.pop(index))
+        finally:
+            await self._drop_copies(list(unjoined.items()))
+        return damaged
+
+    async def _perform(self, task: PartTask | _Failed) -> PartDone:
+        if isinstance(task, _Failed):
+            raise task.error
+        return await self.pool.compress_part(task)
+
+    def _commit(self, part: PartDone) -> None:
+        for failed, error in part.summaries:
+            self.failures.step(failed, error, part.file_index, part.index)
+        if part.checkpoint is None:  # stopped early: its streak has stopped the run above
+            raise RuntimeError(f"part {part.index} of file {part.file_index} stopped without a reason")
+        self.work.commit_part(part.file_index, part.index, part.checkpoint)
+        self.progress.advance(part.shown)
+
+    async def _join(self, index: int, job: FileJob) -> list[tuple[int, FileJob]]:
+        """The file joined by a worker (part_work.join_file); the file back, to be redone, when a part was damaged."""
+        damaged = await self.pool.join_file(JoinTask(self.work.path, index, job.absolute()))
+        self.work.plain_input(index).unlink(missing_ok=True)
+        if damaged is not None:
+            self.undo(index, *damaged)
+        return [] if damaged is None else [(index, job)]
+
+    async def _tasks(self, files: list[tuple[int, FileJob]], held: int) -> AsyncIterator[PartTask | _Failed]:
+        """The files' remaining parts for the workers (each holding at most `held` of a part's rows),
+        found as the stream reaches them; an error as an item in its place, ending the stream."""
+        try:
+            for k, (index, job) in enumerate(files):
+                if k + 1 < len(files):
+                    self._unpack(*files[k + 1])  # the next file's copy made while this one's parts run
+                if self._unpack(index, job) is not None:
+                    job = await self._unpacking.pop(index)
+                count = self.finished.get(index, 0)
+                for task in self._spans(index, job, held):
+                    count += 1
+                    yield task
+                self._parts[index] = count
+        except Exception as exc:
+            yield _Failed(exc)
+
+    def _unpack(self, index: int, job: FileJob) -> asyncio.Task | None:
+        """A compressed file's plain copy being made by a worker (part_work.unpack_file); None for a file that splits."""
+        if format_for(job.input).splits:
+            return None
+        if index not in self._unpacking:
+            task = UnpackTask(job.absolute(), self.work.plain_input(index))
+            self._unpacking[index] = asyncio.ensure_future(self.pool.unpack_file(task))
+        return self._unpacking[index]
+
+    def _spans(self, index: int, job: FileJob, held: int) -> Iterator[PartTask]:
+        reader = format_for(job.input)
+        spans = checked(job.input, lambda: reader.spans(job.input, self.checkpoint_rows))
+        for k, span in islice(enumerate(spans), self.finished.get(index, 0), None):
+            yield PartTask(self.work.path, index, k, job.absolute(), self.selection, span,
+                           min(self.max_running, held), held, self.streak_limit)
+
+    async def _drop_copies(self, files: list[tuple[int, FileJob]]) -> None:
+        """Unpacking still running stopped, and the plain copies of `files` removed."""
+        for task in self._unpacking.values():
+            task.cancel()
+        await asyncio.gather(*self._unpacking.values(), return_exceptions=True)
+        self._unpacking.clear()
+        for index, _ in files:
+            self.work.plain_input(index).unlink(missing_ok=True)
+
+
+async def _after(first: list, rest: AsyncIterator) -> AsyncIterator:
+    """`first`'s items, then `rest`'s."""
+    for item in first:
+        yield item
+    async for item in rest:
+        yield item
