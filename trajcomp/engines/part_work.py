@@ -144,3 +144,27 @@ async def perform(core, work: Any) -> Any:
         if job is None or not job.source:
             raise
         raise InputError(str(exc).replace(str(job.input), job.source)) from None
+
+
+class Asks:
+    """What the coordinator asks of a pool of workers (worker processes, Ray actors), each request
+    sent by the pool's `_ask` to its least busy worker, which does it with `perform`."""
+
+    async def _ask(self, work: Any) -> Any:
+        raise NotImplementedError
+
+    async def compress_row(self, row: Any) -> Any:
+        """The row's result (the row core's RowResult)."""
+        return await self._ask(row)
+
+    async def compress_part(self, task: PartTask) -> PartDone:
+        """The part computed and written."""
+        return await self._ask(task)
+
+    async def unpack_file(self, task: UnpackTask) -> FileJob:
+        """A compressed input made a plain copy; the job that reads it."""
+        return await self._ask(task)
+
+    async def join_file(self, task: JoinTask) -> tuple[int, str] | None:
+        """The file's parts checked and joined; (index, why) of a damaged part instead."""
+        return await self._ask(task)

@@ -28,8 +28,7 @@ from ..core.tokens import TokenCounter
 from ..formats import identity
 from ..formats.arrow_rows import batch_rows, to_table
 from .hf import METRICS_COLUMN_TYPE, core, metrics_value
-from .part_work import JoinTask, PartDone, PartTask, UnpackTask, perform
-from .paths import FileJob
+from .part_work import Asks, perform
 from .progress import warn
 from .together import Together
 from .workers import WorkerDied, build_core, shares
@@ -171,9 +170,10 @@ def _check_reachable(address: str | None) -> None:
         raise ConfigError(f"cannot join the Ray cluster at {address}: {exc.strerror or exc}") from None
 
 
-class RayPool:
-    """`actors` Ray actors behind the row core's interface (start, compress_row, close), as the
-    local run uses it; spread over the nodes, each with a share of `max_concurrent_requests`."""
+class RayPool(Asks):
+    """`actors` Ray actors behind the row core's interface (start, compress_row, close) and whole parts'
+    (part_work.Asks), as the local run uses them; spread over the nodes, each with a share of
+    `max_concurrent_requests`. A call Ray retries (its actor lost) is answered once."""
 
     engine = "ray"
 
@@ -210,22 +210,6 @@ class RayPool:
         self._actors = [_CoreActor.options(**options).remote(c, self.cache) for c in self.configs]
         self._loads = [0] * len(self._actors)
         self.nodes = await asyncio.gather(*(self._call(a.start) for a in self._actors))
-
-    async def compress_row(self, row: Any) -> RowResult:
-        """The row's result from the actor holding the fewest rows; a retried call is answered once."""
-        return await self._ask(row)
-
-    async def compress_part(self, task: PartTask) -> PartDone:
-        """The part computed and written by the actor holding the fewest parts (part_work.py)."""
-        return await self._ask(task)
-
-    async def unpack_file(self, task: UnpackTask) -> FileJob:
-        """A compressed input made a plain copy by an actor; the job that reads it (part_work.py)."""
-        return await self._ask(task)
-
-    async def join_file(self, task: JoinTask) -> tuple[int, str] | None:
-        """The file's parts checked and joined by an actor; (index, why) of a damaged part instead."""
-        return await self._ask(task)
 
     async def _ask(self, work: Any) -> Any:
         index = min(range(len(self._actors)), key=self._loads.__getitem__)

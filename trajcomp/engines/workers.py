@@ -34,13 +34,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..core.batching import usable_cores
-from ..core.compressor import RowResult, TrajectoryCompressor
+from ..core.compressor import TrajectoryCompressor
 from ..core.config import CompressionConfig, ConfigError
 from ..core.tokens import TokenCounter
 from ..summarizers import make_summarizer
 from .batch_answers import BatchAnswered
-from .part_work import JoinTask, PartDone, PartTask, UnpackTask, perform
-from .paths import FileJob
+from .part_work import Asks, perform
 from .summary_cache import CachedSummarizer, open_cache
 from .together import Together
 
@@ -168,9 +167,10 @@ def _portable(exc: BaseException) -> BaseException:
 # ---- the main process's side ------------------------------------------------------------------
 
 
-class WorkerPool:
-    """N worker processes behind the row core's interface (start, compress_row, close), as the
-    engine uses it; `summarizer` and `counter` give the report and the progress bar what they read."""
+class WorkerPool(Asks):
+    """N worker processes behind the row core's interface (start, compress_row, close) and whole parts'
+    (part_work.Asks), as the engine uses them; `summarizer` and `counter` give the report and the
+    progress bar what they read."""
 
     def __init__(self, config: CompressionConfig, counter: TokenCounter, cache: Path | None, workers: int):
         self.counter = counter  # the main process's: it names the tokenizer in the report
@@ -223,25 +223,9 @@ class WorkerPool:
         threading.Thread(target=_collect, args=(results_in, proc, loop, arrived), daemon=True,
                          name=f"trajcomp-worker-{index}-results").start()
 
-    async def compress_row(self, row: Any) -> RowResult:
-        """The row's result from the worker holding the fewest rows (or parts)."""
-        return await self._ask(row)
-
     async def reads(self, paths: list[Path], work: Path) -> bool:
         """Whether the workers can read `paths` and write into `work` themselves: on this machine, always."""
         return True
-
-    async def compress_part(self, task: PartTask) -> PartDone:
-        """The part computed and written by the worker holding the fewest parts (part_work.py)."""
-        return await self._ask(task)
-
-    async def unpack_file(self, task: UnpackTask) -> FileJob:
-        """A compressed input made a plain copy by a worker; the job that reads it (part_work.py)."""
-        return await self._ask(task)
-
-    async def join_file(self, task: JoinTask) -> tuple[int, str] | None:
-        """The file's parts checked and joined by a worker; (index, why) of a damaged part instead."""
-        return await self._ask(task)
 
     async def _ask(self, work: Any) -> Any:
         if self._broken is not None:
