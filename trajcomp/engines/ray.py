@@ -201,7 +201,7 @@ class RayPool(Asks):
             _check_reachable(self.address)
             try:
                 ray.init(address=self.address, log_to_driver=not self.quiet,
-                         logging_level=logging.WARNING if self.quiet else logging.INFO)
+                         logging_level=logging.ERROR if self.quiet else logging.INFO)  # -q: errors only
             except (ConnectionError, ValueError, RuntimeError) as exc:
                 raise ConfigError(f"cannot join the Ray cluster at {self.address}: {exc}") from None
             self._began_ray = True
