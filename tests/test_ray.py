@@ -328,3 +328,6 @@ def test_nothing_else_imports_ray_and_bad_ray_flags_exit_2(tmp_path):
                       "--ray-address", f"127.0.0.1:{ray_cluster.free_port()}", timeout=120)
     assert nowhere.code == 2 and "cannot join the Ray cluster" in nowhere.stderr and "Traceback" not in nowhere.stderr
     assert not (tmp_path / "x.jsonl").exists()
+    both = run_cli("compress", str(src), "-c", str(CONFIG), "-o", str(tmp_path / "x.jsonl"), "--engine", "ray",
+                   "--workers", "2")
+    assert both.code == 2 and both.stderr.count("\n") == 1 and "--ray-concurrency" in both.stderr

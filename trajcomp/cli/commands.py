@@ -111,6 +111,8 @@ def _compress_command(flags) -> None:
         shard = (flags.shard_index, flags.num_shards) if flags.num_shards > 1 else None
         selection = Selection(flags.sample_percent, flags.seed, flags.num_shards, flags.shard_index, flags.limit)
         ray = _ray_options(flags.engine, flags.dry_run, flags.ray_address, flags.ray_concurrency)
+        if ray is not None and flags.workers is not None:  # not silently ignored
+            raise ConfigError("--workers is the local engine's; with --engine ray, --ray-concurrency sets the actors")
         if cfg.batch and (ray is not None or not cfg.cache):
             raise ConfigError("--batch needs the summary cache and the local engine (not --no-cache, not --engine ray)")
         staged = stage(flags.inputs, flags.output)  # inputs in object storage fetched, an output there given a local place
