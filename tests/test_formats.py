@@ -260,6 +260,21 @@ def test_a_truncated_file_yields_its_complete_lines_then_a_clear_error(fmt, kind
     assert f"after line {len(got)}:" in str(err.value)
 
 
+def test_a_gzip_file_damaged_in_its_middle_says_the_lines_before_may_be_damaged(tmp_path):
+    """Deflate may decode damaged bytes as other text; only the member's checksum, at its end, catches it."""
+    rows = [{"i": i, "text": f"row {i:06d} " * 30} for i in range(400)]
+    whole = tmp_path / "whole.jsonl.gz"
+    JSONL_GZ.write_part(whole, rows)
+    data = bytearray(whole.read_bytes())
+    for k in range(len(data) // 2, len(data) // 2 + 64):
+        data[k] ^= 0x55
+    (tmp_path / "mid.jsonl.gz").write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="corrupt gzip data after line") as err:
+        list(JSONL_GZ.read(tmp_path / "mid.jsonl.gz"))
+    assert "CRC check failed" in str(err.value)  # these damaged bytes still decode: only the checksum fails
+    assert "lines before it may be damaged too" in str(err.value)
+
+
 @pytest.mark.parametrize("fmt,kind", [(JSONL_GZ, "gzip"), (JSONL_ZST, "zstd")], ids=["gz", "zst"])
 def test_a_file_cut_at_the_last_byte_or_not_compressed_is_an_error(fmt, kind, tmp_path):
     whole = tmp_path / f"whole{fmt.suffix}"

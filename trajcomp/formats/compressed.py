@@ -135,7 +135,11 @@ class CompressedJsonl(Format):
             try:
                 item = next(items, None)
             except self.errors as exc:
-                raise ValueError(f"{path}: corrupt {self.kind} data after line {lines.count}: {exc}") from exc
+                # A gzip member's checksum is checked at its end: damage in its middle decodes as
+                # other bytes until then, so the lines read before may be damaged too.
+                late = " (the checksum is checked at the member's end: lines before it may be damaged too)" \
+                    if "CRC check failed" in str(exc) else ""
+                raise ValueError(f"{path}: corrupt {self.kind} data after line {lines.count}: {exc}{late}") from exc
             if item is None:
                 return
             yield item
