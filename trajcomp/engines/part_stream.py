@@ -38,8 +38,8 @@ class _Failed:
 
 @dataclass
 class PartStream:
-    """What the stream needs of the run: its work folder, the pool (WorkerPool or RayPool: workers,
-    compress_part, unpack_file, join_file), its settings, and what it reports to (streak, progress);
+    """What the stream needs of the run: its work folder, the pool (part_work.Asks: a WorkerPool or
+    a RayPool), its settings, and what it reports to (streak, progress);
     `undo` forgets a damaged part and those after it (pipeline.Runner._undo); `finished`: each file's
     parts already committed."""
 
@@ -112,9 +112,10 @@ class PartStream:
         found as the stream reaches them; an error as an item in its place, ending the stream."""
         try:
             for k, (index, job) in enumerate(files):
+                copying = self._unpack(index, job)
                 if k + 1 < len(files):
                     self._unpack(*files[k + 1])  # the next file's copy made while this one's parts run
-                if self._unpack(index, job) is not None:
+                if copying is not None:
                     job = await self._unpacking.pop(index)
                 count = self.finished.get(index, 0)
                 for task in self._spans(index, job, held):

@@ -147,10 +147,16 @@ async def perform(core, work: Any) -> Any:
 
 
 class Asks:
-    """What the coordinator asks of a pool of workers (worker processes, Ray actors), each request
-    sent by the pool's `_ask` to its least busy worker, which does it with `perform`."""
+    """What the coordinator asks of a pool of `workers` workers (worker processes, Ray actors), each
+    request sent by the pool's `_ask` to its least busy worker, which does it with `perform`."""
+
+    workers: int
 
     async def _ask(self, work: Any) -> Any:
+        raise NotImplementedError
+
+    async def reads(self, paths: list[Path], work: Path) -> bool:
+        """Whether every worker reads `paths` and writes into the work folder `work` where the coordinator does."""
         raise NotImplementedError
 
     async def compress_row(self, row: Any) -> Any:

@@ -33,7 +33,7 @@ from .failures import FailureStreak
 from .ordered import ordered_map
 from .manifest import DamagedPart
 from .part_stream import PartStream
-from .part_work import JoinTask, join_file
+from .part_work import Asks, JoinTask, join_file
 from .parts import Part
 from .paths import FileJob, Layout
 from .progress import Progress, warn
@@ -98,8 +98,7 @@ def build_rows(config: CompressionConfig, counter, layout: Layout, ray: RayOptio
 class Runner:
     """Moves every input file's rows, in order, through one compressor (or a pool of worker processes or
     Ray actors: anything with the row core's start, compress_row and close, a `summarizer` and a
-    `counter`; a pool also has `workers`, `reads`, `compress_part`, `unpack_file` and `join_file` for
-    whole parts) into its output's parts; the parts, the failure streak and the report are others' jobs."""
+    `counter`; a pool, part_work.Asks, also takes whole parts) into its output's parts; the parts, the failure streak and the report are others' jobs."""
 
     def __init__(self, config: CompressionConfig, compressor: TrajectoryCompressor | WorkerPool | Any, layout: Layout,
                  options: RunOptions):
@@ -240,14 +239,13 @@ class Runner:
         counted or seen here: no --limit (it counts taken rows across files), no
         summarization.batch (it buys every row's summaries first)."""
         reader = format_for(job.input)
-        return ((reader.splits or reader.unpacks) and hasattr(self.compressor, "compress_part")
+        return ((reader.splits or reader.unpacks) and isinstance(self.compressor, Asks)
                 and self.options.selection.limit is None and not self.config.batch)
 
     async def _shared(self, files: list[tuple[int, FileJob]]) -> bool:
         """Whether the workers read these inputs and write the work folder where this process does
         (Ray actors on other nodes need shared storage; asked once for the run)."""
-        reads = getattr(self.compressor, "reads", None)
-        return reads is not None and await reads([job.absolute().input for _, job in files], self.work.path)
+        return await self.compressor.reads([job.absolute().input for _, job in files], self.work.path)
 
     async def _write_parts(self, index: int, job: FileJob, reader, writer, schema, taken_before: int) -> None:
         """The file's rows from its first unfinished part on, into parts each made to count by its checkpoint."""

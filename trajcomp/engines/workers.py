@@ -102,7 +102,7 @@ async def _serve(inbox: Connection, outbox: Connection, core: TrajectoryCompress
     running: set[asyncio.Task] = set()
 
     async def one(key: int, work: Any) -> None:
-        try:  # a row, a whole part or a file's join (part_work.py)
+        try:  # a row, a whole part, a file's unpacking or its join (part_work.perform)
             result = await perform(core, work)
         except Exception as exc:  # as in one process: the error reaches the run, which stops
             reply = ("error", key, _portable(exc))
