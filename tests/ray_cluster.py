@@ -55,9 +55,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def two_nodes(env: dict | None = None) -> Iterator[Cluster]:
+def two_nodes(env: dict | None = None, within: tuple[str, ...] = ()) -> Iterator[Cluster]:
     """The cluster, started and waited for (under machine_lock("ray")); stopped and its folder removed after.
-    `env`: the nodes' environment (their workers' and actors' too), os.environ by default; ENV added."""
+    `env`: the nodes' environment (their workers' and actors' too), os.environ by default; ENV added.
+    `within`: a command each node's `ray start` runs under (another_node's)."""
     with machine_lock("ray"):
         env = {**(os.environ if env is None else env), **ENV}
         port = free_port()
@@ -68,9 +69,10 @@ def two_nodes(env: dict | None = None) -> Iterator[Cluster]:
         try:
             deadline = time.monotonic() + START_SECONDS
             nodes.append(_start(temp / "head.log", env, "--head", "--node-ip-address", "127.0.0.1", "--port", str(port),
-                                "--include-dashboard=false", "--temp-dir", str(temp)))
+                                "--include-dashboard=false", "--temp-dir", str(temp), within=within))
             _wait(address, 1, nodes[0], temp / "head.log", env, deadline)
-            nodes.append(_start(temp / "node.log", env, "--address", address, "--node-ip-address", "127.0.0.1"))
+            nodes.append(_start(temp / "node.log", env, "--address", address, "--node-ip-address", "127.0.0.1",
+                                within=within))
             _wait(address, 2, nodes[1], temp / "node.log", env, deadline)
             yield Cluster(address, nodes, temp)
         finally:

@@ -5,6 +5,7 @@ Credentials and the endpoint reach trajcomp through the environment only, as in 
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import random
@@ -87,12 +88,12 @@ def s3(tmp_path_factory):
 
 
 def put(fs, key: str, data: bytes) -> None:
-    with fs.open_output_stream(key) as f:
+    with fs.open_output_stream(key, compression=None) as f:  # pyarrow would gzip a key ending with .gz
         f.write(data)
 
 
 def get(fs, key: str) -> bytes:
-    with fs.open_input_stream(key) as f:
+    with fs.open_input_stream(key, compression=None) as f:
         return f.read()
 
 
@@ -150,7 +151,8 @@ def test_a_prefix_of_objects_in_and_a_folder_out(s3, tmp_path):
     data.mkdir()
     write_jsonl(data / "a.jsonl", read_jsonl(SAMPLES / "hermes_research_runs.jsonl")[:3])
     write_jsonl(data / "b.jsonl", read_jsonl(SAMPLES / "hermes_coding_runs.jsonl")[:3])
-    for name in ("a.jsonl", "b.jsonl"):
+    (data / "c.jsonl.gz").write_bytes(gzip.compress((data / "b.jsonl").read_bytes(), mtime=0))
+    for name in ("a.jsonl", "b.jsonl", "c.jsonl.gz"):  # a .gz object fetched as it is (pyarrow would unpack it)
         put(fs, f"bucket/prefix/data/{name}", (data / name).read_bytes())
     local = run_cli("compress", str(data), "-c", str(CONFIG), "-o", str(tmp_path / "out"), "-q",
                     "--sample-percent", "60", "--seed", "1")
@@ -158,7 +160,7 @@ def test_a_prefix_of_objects_in_and_a_folder_out(s3, tmp_path):
     remote = run_cli("compress", "s3://bucket/prefix/data/", "-c", str(CONFIG), "-o", "s3://bucket/prefix/out/", "-q",
                      "--sample-percent", "60", "--seed", "1", env=env)
     assert remote.code == 0, remote.stderr
-    for name in ("a.jsonl", "b.jsonl"):
+    for name in ("a.jsonl", "b.jsonl", "c.jsonl.gz"):
         assert get(fs, f"bucket/prefix/out/{name}") == (tmp_path / "out" / name).read_bytes()
     assert "bucket/prefix/out/compression_metrics.json" in keys(fs, "bucket/prefix/out")
     assert not any("/." in k for k in keys(fs, "bucket"))  # no upload left under its hidden name

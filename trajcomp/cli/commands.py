@@ -226,7 +226,8 @@ def _finish(report, layout, quiet: bool, as_json: bool, html, retry: str, staged
         write_json(layout.report, report.to_dict(), indent=2)
     pages = [page, *_pages(report, layout, page, *html)] if page is not None else []
     try:
-        staged.upload([*(job.output for job in layout.files), layout.rejects, layout.report, *pages])
+        staged.upload([*(job.output for job in layout.files), layout.rejects, layout.report, *pages],
+                      stale=(layout.rejects,))
     except OSError as exc:
         fail(f"cannot upload to {staged.output_uri}: {exc}; the run's files are in {layout.report.parent}", EXIT_FAILED)
     if as_json:

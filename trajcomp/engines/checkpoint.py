@@ -107,6 +107,10 @@ class WorkDir:
                 return
             yield checkpoint
 
+    def finished_parts(self, file_index: int) -> int:
+        """How many parts of the file are finished (checked at the resume: none of them is damaged)."""
+        return self._written(file_index)
+
     def _written(self, file_index: int) -> int:
         """How many checkpoints of the file are there in a row, from the first (readable or not)."""
         index = 0
@@ -125,7 +129,25 @@ class WorkDir:
         """A described checkpoint written: from now on the part counts."""
         done = self.part(file_index, part_index, ".done.json")
         write_json(done, checkpoint)
-        self._push([*(done.parent / name for name in sorted(checkpoint[FILES])), done])  # the checkpoint last
+        # The checkpoint last; the part's files are in the mirror already when Ray actors put them there.
+        written = [done.parent / name for name in sorted(checkpoint[FILES])]
+        self._push([*(path for path in written if path.exists()), done])
+
+    def fetch_missing(self, file_index: int, suffix: str) -> None:
+        """The finished parts' files ending with `suffix` that are only in the mirror (Ray actors put
+        them there, part_store.py) copied here, to be checked and read."""
+        if self.mirror is None:
+            return
+        wanted = [self.part(file_index, index, "").with_name(name)
+                  for index, checkpoint in enumerate(self.checkpoints(file_index))
+                  for name in checkpoint.get(FILES, {}) if name.endswith(suffix)]
+        self.mirror.fetch(self.path, [path for path in wanted if not path.exists()])
+
+    def drop(self, path: Path) -> None:
+        """A file of the folder removed, here and in the mirror."""
+        path.unlink(missing_ok=True)
+        if self.mirror is not None:
+            self.mirror.delete(self.path, [path])
 
     def _push(self, files: list[Path]) -> None:
         if self.mirror is not None:

@@ -13,6 +13,7 @@ the parts before it, as a row-by-row run would meet it.
 from __future__ import annotations
 
 import asyncio
+import shutil
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from itertools import islice
@@ -23,7 +24,7 @@ from ..formats.base import checked
 from .checkpoint import WorkDir
 from .failures import FailureStreak
 from .ordered import ordered_map
-from .part_work import JoinTask, PartDone, PartTask, UnpackTask
+from .part_work import THROUGH_STORE, JoinTask, PartDone, PartTask, UnpackTask
 from .paths import FileJob
 from .progress import Progress
 from .selection import Selection
@@ -39,12 +40,14 @@ class _Failed:
 @dataclass
 class PartStream:
     """What the stream needs of the run: its work folder, the pool (part_work.Asks: a WorkerPool or
-    a RayPool), its settings, and what it reports to (streak, progress);
+    a RayPool) and how its workers take parts (`how`: Asks.reads), its settings, and what it reports
+    to (streak, progress);
     `undo` forgets a damaged part and those after it (pipeline.Runner._undo); `finished`: each file's
     parts already committed."""
 
     work: WorkDir
     pool: Any
+    how: str
     selection: Selection
     checkpoint_rows: int
     streak_limit: int
@@ -60,7 +63,8 @@ class PartStream:
     async def run(self, files: list[tuple[int, FileJob]]) -> list[tuple[int, FileJob]] | None:
         """The files' remaining parts computed and committed, each file joined; the files whose join
         found a damaged part come back (to be computed row by row). None, nothing committed, when
-        there are fewer parts than workers (rows spread better)."""
+        there are fewer parts than workers (rows spread better), unless the parts go through object
+        storage (this process holds none of them: a file started by parts is finished by parts)."""
         in_flight = 2 * self.pool.workers  # a worker starts its next part while its last rows finish
         tasks = self._tasks(files, max(1, self.max_held // in_flight))
         ahead = []  # the scans go no further than they must
@@ -68,7 +72,7 @@ class PartStream:
             ahead.append(task)
             if len(ahead) == self.pool.workers:
                 break
-        if len(ahead) < self.pool.workers and not any(isinstance(t, _Failed) for t in ahead):
+        if len(ahead) < self.pool.workers and self.how != THROUGH_STORE and not any(isinstance(t, _Failed) for t in ahead):
             await self._drop_copies(files)
             return None
         unjoined, damaged = dict(files), []
@@ -102,10 +106,16 @@ class PartStream:
     async def _join(self, index: int, job: FileJob) -> list[tuple[int, FileJob]]:
         """The file joined by a worker (part_work.join_file); the file back, to be redone, when a part was damaged."""
         damaged = await self.pool.join_file(JoinTask(self.work.path, index, job.absolute()))
-        self.work.plain_input(index).unlink(missing_ok=True)
+        self.work.drop(self.work.plain_input(index))
         if damaged is not None:
             self.undo(index, *damaged)
-        return [] if damaged is None else [(index, job)]
+            return [(index, job)]
+        if self.how == THROUGH_STORE:  # an actor joined it and put the output at its URI
+            self.work.mark_file_done(index)
+            if job.output.is_dir():  # an earlier run's copy here would be uploaded over it
+                shutil.rmtree(job.output)
+            job.output.unlink(missing_ok=True)
+        return []
 
     async def _tasks(self, files: list[tuple[int, FileJob]], held: int) -> AsyncIterator[PartTask | _Failed]:
         """The files' remaining parts for the workers (each holding at most `held` of a part's rows),
@@ -115,10 +125,12 @@ class PartStream:
                 copying = self._unpack(index, job)
                 if k + 1 < len(files):
                     self._unpack(*files[k + 1])  # the next file's copy made while this one's parts run
+                spans = None
                 if copying is not None:
-                    job = await self._unpacking.pop(index)
+                    unpacked = await self._unpacking.pop(index)
+                    job, spans = unpacked.job, unpacked.spans
                 count = self.finished.get(index, 0)
-                for task in self._spans(index, job, held):
+                for task in self._spans(index, job, held, spans):
                     count += 1
                     yield task
                 self._parts[index] = count
@@ -130,13 +142,15 @@ class PartStream:
         if format_for(job.input).splits:
             return None
         if index not in self._unpacking:
-            task = UnpackTask(job.absolute(), self.work.plain_input(index))
+            task = UnpackTask(job.absolute(), self.work.plain_input(index), self.checkpoint_rows)
             self._unpacking[index] = asyncio.ensure_future(self.pool.unpack_file(task))
         return self._unpacking[index]
 
-    def _spans(self, index: int, job: FileJob, held: int) -> Iterator[PartTask]:
-        reader = format_for(job.input)
-        spans = checked(job.input, lambda: reader.spans(job.input, self.checkpoint_rows))
+    def _spans(self, index: int, job: FileJob, held: int, spans: list[tuple] | None) -> Iterator[PartTask]:
+        """The file's part tasks from its first unfinished part; `spans` found here unless given (an unpacked copy's)."""
+        if spans is None:
+            reader = format_for(job.input)
+            spans = checked(job.input, lambda: reader.spans(job.input, self.checkpoint_rows))
         for k, span in islice(enumerate(spans), self.finished.get(index, 0), None):
             yield PartTask(self.work.path, index, k, job.absolute(), self.selection, span,
                            min(self.max_running, held), held, self.streak_limit)
@@ -148,7 +162,7 @@ class PartStream:
         await asyncio.gather(*self._unpacking.values(), return_exceptions=True)
         self._unpacking.clear()
         for index, _ in files:
-            self.work.plain_input(index).unlink(missing_ok=True)
+            self.work.drop(self.work.plain_input(index))
 
 
 async def _after(first: list, rest: AsyncIterator) -> AsyncIterator:

@@ -50,10 +50,21 @@ class PartTask:
 
 @dataclass(frozen=True)
 class UnpackTask:
-    """A compressed input to be made a plain JSON Lines file at `dest` by a worker, so that it splits."""
+    """A compressed input to be made a plain JSON Lines file at `dest` by a worker, so that it splits
+    (into parts of `rows` input rows)."""
 
     job: FileJob
     dest: Path
+    rows: int
+
+
+@dataclass(frozen=True)
+class Unpacked:
+    """The job that reads an unpacked input's plain copy, and the spans of its parts (found by the
+    worker that made it: the coordinator may not see the copy)."""
+
+    job: FileJob
+    spans: list[tuple]
 
 
 @dataclass(frozen=True)
@@ -120,12 +131,13 @@ def join_file(task: JoinTask) -> tuple[int, str] | None:
     return join_parts(work, task.file_index, job, writer, schema)
 
 
-def unpack_file(task: UnpackTask) -> FileJob:
+def unpack_file(task: UnpackTask) -> Unpacked:
     """The compressed input decompressed into a plain copy (its damage an InputError naming it, as on the
-    row path); the job that reads the copy, its rows still named as the run names the input."""
+    row path); the job that reads the copy, its rows still named as the run names the input, and its spans."""
     job = task.job
     unpack_checked(format_for(job.input), job.input, task.dest)
-    return replace(job, input=task.dest, source=job.source or str(job.input))
+    spans = list(format_for(task.dest).spans(task.dest, task.rows))
+    return Unpacked(replace(job, input=task.dest, source=job.source or str(job.input)), spans)
 
 
 async def perform(core, work: Any) -> Any:
@@ -146,6 +158,9 @@ async def perform(core, work: Any) -> Any:
         raise InputError(str(exc).replace(str(job.input), job.source)) from None
 
 
+SHARED, THROUGH_STORE = "shared", "through object storage"  # how workers take whole parts (Asks.reads)
+
+
 class Asks:
     """What the coordinator asks of a pool of `workers` workers (worker processes, Ray actors), each
     request sent by the pool's `_ask` to its least busy worker, which does it with `perform`."""
@@ -155,8 +170,10 @@ class Asks:
     async def _ask(self, work: Any) -> Any:
         raise NotImplementedError
 
-    async def reads(self, paths: list[Path], work: Path) -> bool:
-        """Whether every worker reads `paths` and writes into the work folder `work` where the coordinator does."""
+    async def reads(self, paths: list[Path], work: Path, store: Any = None) -> str | None:
+        """How the workers take whole parts of `paths`: SHARED, every one reading them and writing into the
+        work folder `work` where the coordinator does; THROUGH_STORE, through object storage (`store`, a
+        part_store.Store: Ray actors that do not see them); None, they cannot (rows go one by one)."""
         raise NotImplementedError
 
     async def compress_row(self, row: Any) -> Any:
@@ -167,8 +184,8 @@ class Asks:
         """The part computed and written."""
         return await self._ask(task)
 
-    async def unpack_file(self, task: UnpackTask) -> FileJob:
-        """A compressed input made a plain copy; the job that reads it."""
+    async def unpack_file(self, task: UnpackTask) -> Unpacked:
+        """A compressed input made a plain copy; the job that reads it, and its spans."""
         return await self._ask(task)
 
     async def join_file(self, task: JoinTask) -> tuple[int, str] | None:

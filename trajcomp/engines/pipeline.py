@@ -33,11 +33,12 @@ from .failures import FailureStreak
 from .ordered import ordered_map
 from .manifest import DamagedPart
 from .part_stream import PartStream
-from .part_work import Asks, JoinTask, join_file
+from .part_store import Store
+from .part_work import SHARED, THROUGH_STORE, Asks, JoinTask, join_file
 from .parts import Part
 from .paths import FileJob, Layout
 from .progress import Progress, warn
-from .remote import WorkMirror, named
+from .remote import WorkMirror, is_uri, named
 from .results import Rejected, Skipped, Written, settled, shown_as
 from .run_report import RunFacts, build_report, gather
 from .selection import Selection, Taker
@@ -118,6 +119,7 @@ class Runner:
         self.resumed_rows = 0
         self.resumed_parts: dict[int, list[int]] = {}  # file -> records of each part a resume found whole
         self.taker = Taker(options.selection)
+        self.parts_go: str | None = None  # how workers take whole parts (part_work.Asks.reads), None: they do not
         self.failures = FailureStreak(config.max_consecutive_failures, self.work, layout.work)
 
     def fingerprint(self) -> dict[str, Any]:
@@ -145,6 +147,7 @@ class Runner:
                     self.config, self.layout, self.options.selection, self.compressor, self.work.path,
                     self.options.quiet, self.max_running, self.max_held,
                 ).buy()
+            self.parts_go = await self._parts_go()
             self._count_resumed()
             with Progress(disable=self.options.quiet, live=self.compressor.summarizer.live) as self.progress:
                 await self._run_files()
@@ -155,6 +158,9 @@ class Runner:
             await self.compressor.close()  # first: a worker still writing a part would make the folder again
             if unreadable and next(self.work.all_checkpoints(len(self.layout.files)), None) is None:
                 self.work.remove()  # nothing finished: leave no trace of a run that could not start
+        if self.parts_go == THROUGH_STORE:  # the rejects parts Ray actors put in the store, for the rejects file
+            for index in range(len(self.layout.files)):
+                self.work.fetch_missing(index, ".rejects.jsonl")
         gathered = gather(self.work, self.layout)
         facts = RunFacts(started, time.monotonic() - clock, self.work.resumed, self.resumed_rows,
                          self.options.selection.as_dict(), self.max_running, self.batch)
@@ -166,10 +172,14 @@ class Runner:
     def _count_resumed(self) -> None:
         """Every finished part checked against its checkpoint (a damaged one is undone with those after
         it, to be computed again), then the rows the checkpoints hold."""
-        for index in range(len(self.layout.files)):
+        for index, job in enumerate(self.layout.files):
             joined = self.work.is_file_done(index)
+            # The output parts Ray actors put in the store are checked by the actor that joins them.
+            stored = self.parts_go == THROUGH_STORE and self._splits(job)
+            if stored:
+                self.work.fetch_missing(index, ".rejects.jsonl")
             # A joined file's outputs are in its output already; its rejects parts are read at the end.
-            damaged = self.work.first_damaged(index, ".rejects.jsonl" if joined else None)
+            damaged = self.work.first_damaged(index, ".rejects.jsonl" if joined or stored else None)
             if damaged is not None and joined:  # its other parts' outputs are gone: the whole file again
                 self.work.unmark_file_done(index)
                 damaged = (0, damaged[1])
@@ -198,20 +208,34 @@ class Runner:
                 taken += sum(c["taken"] for c in self.work.checkpoints(index))
             return
         left = [(i, job) for i, job in enumerate(self.layout.files) if not self.work.is_file_done(i)]
-        whole = [self._splits(job) for _, job in left]
-        if any(whole) and not await self._shared([file for file, split in zip(left, whole) if split]):
-            whole = [False] * len(left)
+        whole = [self.parts_go is not None and self._splits(job) for _, job in left]
         for split, group in groupby(zip(left, whole), key=lambda pair: pair[1]):
             files = [file for file, _ in group]
-            if split and (damaged := await self._part_stream().run(files)) is not None:
-                files = damaged
+            if split:
+                files = await self._by_parts(files)
             for index, job in files:
                 await self.run_file(index, job, 0)
 
+    async def _by_parts(self, files: list[tuple[int, FileJob]]) -> list[tuple[int, FileJob]]:
+        """The files by whole parts (part_stream.py); those to go row by row come back: every one when
+        they have fewer parts than there are workers, else those whose join found a damaged part. Through
+        object storage, where this process holds no part of theirs, the stream computes those again."""
+        damaged = await self._part_stream().run(files)
+        if self.parts_go == SHARED:
+            return files if damaged is None else damaged
+        for _ in range(JOIN_ATTEMPTS - 1):
+            if damaged:
+                damaged = await self._part_stream().run(damaged)
+        if damaged:
+            raise DamagedPart(f"a part of {damaged[0][1].source} was damaged, again after {JOIN_ATTEMPTS} attempts: "
+                              f"the storage under {self.layout.work_mirror} loses writes")
+        return []
+
     def _part_stream(self) -> PartStream:
-        return PartStream(self.work, self.compressor, self.options.selection, self.options.checkpoint_rows,
+        finished = {i: self.work.finished_parts(i) for i in range(len(self.layout.files))}
+        return PartStream(self.work, self.compressor, self.parts_go, self.options.selection, self.options.checkpoint_rows,
                           self.config.max_consecutive_failures, self.max_running, self.max_held, self.failures,
-                          self.progress, self._undo, {i: len(parts) for i, parts in self.resumed_parts.items()})
+                          self.progress, self._undo, finished)
 
     async def run_file(self, index: int, job: FileJob, taken_before: int) -> None:
         """The file's remaining parts, row by row, then their join; parts that fail the join's check are redone."""
@@ -233,7 +257,7 @@ class Runner:
 
     def _splits(self, job: FileJob) -> bool:
         """Whether worker processes or Ray actors take the file's parts whole (part_work.py), this
-        process parsing no row. The only place that decides it (with `_shared`): a file (or an
+        process parsing no row. The only place that decides it (with `_parts_go`): a file (or an
         object's local stage) whose format splits (a span is cheap to find and to read) or unpacks
         (a worker makes a compressed file a plain copy, which splits), and nothing that needs rows
         counted or seen here: no --limit (it counts taken rows across files), no
@@ -242,10 +266,15 @@ class Runner:
         return ((reader.splits or reader.unpacks) and isinstance(self.compressor, Asks)
                 and self.options.selection.limit is None and not self.config.batch)
 
-    async def _shared(self, files: list[tuple[int, FileJob]]) -> bool:
-        """Whether the workers read these inputs and write the work folder where this process does
-        (Ray actors on other nodes need shared storage; asked once for the run)."""
-        return await self.compressor.reads([job.absolute().input for _, job in files], self.work.path)
+    async def _parts_go(self) -> str | None:
+        """How the workers take whole parts (part_work.Asks.reads), asked once for the run: Ray actors on
+        other nodes need shared storage, or inputs and output in object storage; None: row by row."""
+        jobs = [job for job in self.layout.files if self._splits(job)]
+        if not jobs:
+            return None
+        stored = self.layout.work_mirror is not None and all(is_uri(job.source) for job in jobs)
+        store = Store(self.work.path, self.layout.work_mirror) if stored else None
+        return await self.compressor.reads([job.absolute().input for job in jobs], self.work.path, store)
 
     async def _write_parts(self, index: int, job: FileJob, reader, writer, schema, taken_before: int) -> None:
         """The file's rows from its first unfinished part on, into parts each made to count by its checkpoint."""

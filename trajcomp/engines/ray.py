@@ -28,7 +28,8 @@ from ..core.tokens import TokenCounter
 from ..formats import identity
 from ..formats.arrow_rows import batch_rows, to_table
 from .hf import METRICS_COLUMN_TYPE, core, metrics_value
-from .part_work import Asks, perform
+from .part_store import Store, ThroughStore, reachable
+from .part_work import SHARED, THROUGH_STORE, Asks, perform
 from .progress import warn
 from .together import Together
 from .workers import WorkerDied, build_core, shares
@@ -124,6 +125,7 @@ class _CoreActor:
     def __init__(self, config: CompressionConfig, cache: str | None):
         self.core = build_core(config, TokenCounter.for_config(config), cache)
         self.started: asyncio.Task | None = None
+        self.scratch: ThroughStore | None = None  # made on the first part through object storage
 
     async def start(self) -> str:
         """The core started once (also after Ray restarted this actor); the node it runs on."""
@@ -132,10 +134,18 @@ class _CoreActor:
         await self.started
         return ray.get_runtime_context().get_node_id()
 
-    async def perform(self, work: Any) -> tuple[Any, dict[str, int]]:
-        """A row, a whole part, a file's unpacking or its join (part_work.perform), and the summarizer's live figures."""
+    async def perform(self, work: Any, store: Store | None) -> tuple[Any, dict[str, int]]:
+        """A row, a whole part, a file's unpacking or its join (part_work.perform; through object
+        storage when `store` is given, part_store.py), and the summarizer's live figures."""
         await self.start()
-        return await perform(self.core, work), self.core.summarizer.live()
+        if store is None:
+            return await perform(self.core, work), self.core.summarizer.live()
+        self.scratch = self.scratch or ThroughStore()
+        return await self.scratch.perform(self.core, work, store), self.core.summarizer.live()
+
+    def reaches(self, store: Store) -> str | None:
+        """What of the store this actor cannot read (part_store.reachable); None when it reads it."""
+        return reachable(store)
 
     def sees(self, files: list[tuple[str, tuple[int, int]]], probe: str, token: str) -> str | None:
         """What of the driver's files (path, size and time) and its work folder this node lacks; None when
@@ -156,6 +166,8 @@ class _CoreActor:
 
     async def stop(self) -> dict[str, Any]:
         await self.core.close()
+        if self.scratch is not None:
+            self.scratch.close()
         return self.core.summarizer.run_stats()
 
 
@@ -189,6 +201,7 @@ class RayPool(Asks):
         self.nodes: list[str] = []  # where each actor runs, for the tests and the report
         self._actors: list[Any] = []
         self._loads: list[int] = []
+        self._store: Store | None = None  # whole parts go through object storage (reads)
         self._began_ray = False
 
     async def start(self) -> None:
@@ -215,15 +228,15 @@ class RayPool(Asks):
         index = min(range(len(self._actors)), key=self._loads.__getitem__)
         self._loads[index] += 1
         try:
-            result, live = await self._call(self._actors[index].perform, work)
+            result, live = await self._call(self._actors[index].perform, work, self._store)
         finally:
             self._loads[index] -= 1
         self.summarizer.lives[index] = live
         return result
 
-    async def reads(self, paths: list[Path], work: Path) -> bool:
-        """Whether every actor reads `paths` and the work folder as this process does (shared storage,
-        or one machine), so that they take whole parts; said once when they do not."""
+    async def reads(self, paths: list[Path], work: Path, store: Store | None = None) -> str | None:
+        """SHARED when every actor reads `paths` and the work folder as this process does (shared
+        storage, or one machine); else THROUGH_STORE when every one reads `store`; else None, said once."""
         token = secrets.token_hex(16)
         probe = work / f"shared-{token[:8]}"
         probe.write_text(token)
@@ -236,10 +249,17 @@ class RayPool(Asks):
                 leftover.unlink(missing_ok=True)
         missing = next((what for what in lacking if what is not None), None if answers == {token} else str(work))
         if missing is None:
-            return True
-        warn(f"a Ray actor cannot read {missing} where this process does: the rows go through this process "
-             "one by one (put the inputs and the work folder on storage every node mounts)")
-        return False
+            return SHARED
+        missing, advice = f"{missing} where this process does", "put the inputs and the work folder on storage every node mounts"
+        if store is not None:
+            unreachable = await asyncio.gather(*(self._call(a.reaches, store) for a in self._actors))
+            if all(reason is None for reason in unreachable):
+                self._store = store
+                return THROUGH_STORE
+            missing = next(r for r in unreachable if r is not None)
+            advice = "give every node the object store's endpoint and credentials in its environment"
+        warn(f"a Ray actor cannot read {missing}: the rows go through this process one by one ({advice})")
+        return None
 
     async def _call(self, method, *args):
         """A remote call's value; the error a row core raised, as it raised it; WorkerDied when the

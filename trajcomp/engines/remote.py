@@ -14,6 +14,7 @@ import dataclasses
 import hashlib
 import os
 import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -96,9 +97,11 @@ class Stage:
         if processing.rejects_file:
             processing.rejects_file = self.named(processing.rejects_file)
 
-    def upload(self, paths: list[Path]) -> None:
-        """Each of `paths` (a dataset folder's files too) copied to its URI, whole or not at all; one
-        the run did not write (a rejects file when none was rejected) removed there, so no stale one misleads."""
+    def upload(self, paths: list[Path], stale: tuple[Path, ...] = ()) -> None:
+        """Each of `paths` here (a dataset folder's files too) copied to its URI, whole or not at all (an
+        output not here is there already: Ray actors joined it through the store, part_store.py); each of
+        `stale` that the run did not write (a rejects file when none was rejected) removed there, so it
+        cannot mislead."""
         if self.output_uri is None:
             return
         fs, folder = open_uri(self.names[str(self.output_folder)])
@@ -106,23 +109,24 @@ class Stage:
         for path in paths:
             if path.is_dir():
                 for local in sorted(f for f in path.rglob("*") if f.is_file()):
-                    _put(fs, local, key(local))
+                    put_file(fs, local, key(local))
             elif path.is_file():
-                _put(fs, path, key(path))
-            else:
+                put_file(fs, path, key(path))
+        for path in stale:
+            if not path.exists():
                 try:
                     fs.delete_file(key(path))
                 except FileNotFoundError:
                     pass
 
 
-def _put(fs, local: Path, key: str) -> None:
+def put_file(fs, local: Path, key: str) -> None:
     """`local` uploaded beside `key` under a hidden name, then moved there: an upload cut short is
     closed (completed) by pyarrow, so it must never be at the final name."""
     folder, _, name = key.rpartition("/")
     partial = f"{folder}/.{name}.trajcomp-upload" if folder else f".{name}.trajcomp-upload"
     try:
-        with open(local, "rb") as src, fs.open_output_stream(partial) as dest:
+        with open(local, "rb") as src, fs.open_output_stream(partial, compression=None) as dest:
             shutil.copyfileobj(src, dest, CHUNK)
         fs.move(partial, key)
     except BaseException:
@@ -153,12 +157,21 @@ class WorkMirror:
                 continue
             target = local / relative
             target.parent.mkdir(parents=True, exist_ok=True)
-            with self.fs.open_input_stream(info.path) as src, open(target, "wb") as dest:
+            with self.fs.open_input_stream(info.path, compression=None) as src, open(target, "wb") as dest:
                 shutil.copyfileobj(src, dest, CHUNK)
+
+    def fetch(self, local: Path, files: list[Path]) -> None:
+        """Each of `files` (paths in `local`) copied from the mirror; one the mirror lacks is left absent."""
+        import pyarrow.fs as pafs
+
+        for path in files:
+            info = self.fs.get_file_info(f"{self.root}/{path.relative_to(local).as_posix()}")
+            if info.type == pafs.FileType.File:
+                fetch_object(self.fs, info, path)
 
     def push(self, local: Path, files: list[Path]) -> None:
         for path in files:
-            _put(self.fs, path, f"{self.root}/{path.relative_to(local).as_posix()}")
+            put_file(self.fs, path, f"{self.root}/{path.relative_to(local).as_posix()}")
 
     def delete(self, local: Path, files: list[Path]) -> None:
         for path in files:
@@ -212,12 +225,12 @@ def _mirror(uri: str, into: Path) -> Path:
     name = key.rsplit("/", 1)[-1]
     info = fs.get_file_info(key)
     if info.type == pafs.FileType.File:
-        _fetch(fs, info, into / name)
+        fetch_object(fs, info, into / name)
     elif info.type == pafs.FileType.Directory:
         found = fs.get_file_info(pafs.FileSelector(key, recursive=True))
         wanted = {into / name / i.path[len(key) + 1:]: i for i in found if i.type == pafs.FileType.File}
         for local, item in wanted.items():
-            _fetch(fs, item, local)
+            fetch_object(fs, item, local)
         for stale in [p for p in (into / name).rglob("*") if p.is_file() and p not in wanted]:
             stale.unlink()  # deleted from the store since the last run: not an input any more
     else:
@@ -225,15 +238,20 @@ def _mirror(uri: str, into: Path) -> Path:
     return into / name
 
 
-def _fetch(fs, info, local: Path) -> None:
+def fetch_object(fs, info, local: Path) -> None:
     """One object copied, unless the copy already there has its size and time (a rerun resumes)."""
     stamp = info.mtime.timestamp() if info.mtime else None
     if local.is_file() and local.stat().st_size == info.size and (stamp is None or local.stat().st_mtime == stamp):
         return
     local.parent.mkdir(parents=True, exist_ok=True)
-    partial = local.with_name(f".{local.name}.part")
-    with fs.open_input_stream(info.path) as src, open(partial, "wb") as dest:
-        shutil.copyfileobj(src, dest, CHUNK)
+    # A name of its own: several processes (Ray actors on one node) may fetch the same object at once.
+    with tempfile.NamedTemporaryFile(dir=local.parent, prefix=f".{local.name}.", suffix=".part", delete=False) as dest:
+        try:
+            with fs.open_input_stream(info.path, compression=None) as src:
+                shutil.copyfileobj(src, dest, CHUNK)
+        except BaseException:
+            os.unlink(dest.name)
+            raise
     if stamp is not None:
-        os.utime(partial, (stamp, stamp))
-    os.replace(partial, local)
+        os.utime(dest.name, (stamp, stamp))
+    os.replace(dest.name, local)

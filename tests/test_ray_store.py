@@ -1,0 +1,143 @@
+"""Ray nodes that share no file system with the driver, inputs and output in object storage (SeaweedFS):
+actors take whole parts through the store (part_store.py), so no row and no part's byte passes
+through the driver; the same bytes as one process, and a part damaged in the store after a kill
+computed again.
+
+Each node runs in a mount namespace of its own with an empty tmpfs over the driver's folder (its
+stage and work folder), as a machine of its own would; the nodes reach the store through their own
+environment, as production nodes do.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import ray_cluster
+from conftest import ROOT, SAMPLES, read_jsonl, run_cli, write_jsonl
+from openai_server import ServerThread
+from test_checked_parts import overwrite, truncate
+from test_object_storage import get, keys, put, rows_with_rejects, s3  # noqa: F401 (a fixture)
+from test_resume import args as resume_args, freeze, hermes_row, thaw
+from trajcomp.cli.commands import main
+from trajcomp.engines import remote
+from trajcomp.formats import jsonl
+
+CONFIG = ROOT / "configs" / "demo.yaml"
+
+
+@pytest.fixture(scope="module")
+def hidden(tmp_path_factory) -> Path:
+    """The driver's folder: its stage (TRAJCOMP_STAGE_DIR), where its work folder is too; no node sees it."""
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
+        pytest.skip("no mount namespaces here (unshare -m needs root): a node cannot be given its own files")
+    return tmp_path_factory.mktemp("driver")
+
+
+@pytest.fixture(scope="module")
+def cluster(s3, hidden) -> str:  # noqa: F811 (the fixture)
+    """Two nodes, each with the store's endpoint and credentials and a stage of its own, neither seeing `hidden`."""
+    _, env = s3
+    hide = ("unshare", "-m", "sh", "-c", f'mount -t tmpfs none "{hidden}" && exec "$0" "$@"')
+    nodes_env = {**os.environ, **env, "TRAJCOMP_STAGE_DIR": str(hidden / "node-stage")}
+    with ray_cluster.two_nodes(nodes_env, within=hide) as nodes:
+        yield nodes.address
+
+
+def _driver_env(s3_env: dict, hidden: Path) -> dict:  # noqa: F811
+    return {**s3_env, **ray_cluster.ENV, "TRAJCOMP_STAGE_DIR": str(hidden / "stage")}
+
+
+def test_actors_take_whole_parts_through_the_store_and_the_driver_holds_no_part(s3, hidden, cluster, tmp_path,  # noqa: F811
+                                                                               monkeypatch):
+    """A JSON Lines file with rejects and its gzip copy (unpacked by an actor into the store), 2 records a
+    part: the bytes of one process; the driver parsed no row and put only checkpoints in the store."""
+    fs, env = s3
+    data = tmp_path / "data"
+    data.mkdir()
+    write_jsonl(data / "a.jsonl", rows_with_rejects())
+    (data / "b.jsonl.gz").write_bytes(gzip.compress((data / "a.jsonl").read_bytes(), mtime=0))
+    for name in ("a.jsonl", "b.jsonl.gz"):
+        put(fs, f"bucket/through/in/{name}", (data / name).read_bytes())
+    local = run_cli("compress", str(data), "-c", str(CONFIG), "-o", str(tmp_path / "out"), "-q", "--no-cache",
+                    "--checkpoint-rows", "2")
+    assert local.code == 0, local.stderr
+    for name, value in _driver_env(env, hidden).items():
+        monkeypatch.setenv(name, value)
+    parsed, pushed = [], []
+    parse_line, push = jsonl.parse_line, remote.WorkMirror.push
+    monkeypatch.setattr(jsonl, "parse_line", lambda *a: parsed.append(a[1]) or parse_line(*a))
+    monkeypatch.setattr(remote.WorkMirror, "push", lambda self, root, files: pushed.extend(files) or push(self, root, files))
+    with pytest.raises(SystemExit) as exit:
+        main(["compress", "s3://bucket/through/in", "-c", str(CONFIG), "-o", "s3://bucket/through/out", "-q",
+              "--no-cache", "--engine", "ray", "--ray-address", cluster, "--checkpoint-rows", "2"])
+    assert exit.value.code == 0
+    assert parsed == []  # the actors read every row
+    assert pushed and {p.name.split(".", 1)[1] if p.name.startswith("part-") else p.name for p in pushed} == \
+        {"done.json", "run.json"}  # the parts went from the actors to the store, not through this process
+    written = sorted(p.name for p in (tmp_path / "out").iterdir() if "metrics" not in p.name)
+    assert written == ["a.jsonl", "b.jsonl.gz", "rejects.jsonl"]
+    assert keys(fs, "bucket/through/out") == [f"bucket/through/out/{name}" for name in
+                                              sorted([*written, "compression_metrics.json"])]  # no work folder left
+    for name in written:
+        produced = get(fs, f"bucket/through/out/{name}").replace(b"s3://bucket/through/in", str(data).encode())
+        assert produced == (tmp_path / "out" / name).read_bytes(), name  # rejects: the store's names for the inputs
+    report = json.loads(get(fs, "bucket/through/out/compression_metrics.json"))
+    assert report["processing"]["ray_nodes"] == 2
+    assert report["rows"] == json.loads((tmp_path / "out" / "compression_metrics.json").read_text())["rows"]
+
+
+@pytest.mark.parametrize("damage", [truncate, overwrite, "delete"])
+def test_a_driver_killed_then_a_part_damaged_in_the_store_resumes_to_the_same_bytes(s3, hidden, cluster, tmp_path,  # noqa: F811
+                                                                                  damage):
+    """SIGKILL after 2 parts, then a committed part torn, overwritten or deleted in the store (its
+    checkpoint kept): the same command warns naming it, computes it again and writes the bytes of an
+    uninterrupted run."""
+    fs, env = s3
+    home = f"bucket/killed-{getattr(damage, '__name__', damage)}"
+    src = write_jsonl(tmp_path / "data.jsonl", [hermes_row(i) for i in range(18)])
+    put(fs, f"{home}/data.jsonl", src.read_bytes())
+    tok = SAMPLES / "demo_tokenizer"
+    ray_flags = ("--no-cache", "--engine", "ray", "--ray-address", cluster)
+    with ServerThread(latency=0.15) as server:
+        ref = tmp_path / "ref" / "out.jsonl"
+        assert run_cli(*resume_args(src, ref, tok, server.base_url, "--no-cache")).code == 0
+        argv = resume_args(f"s3://{home}/data.jsonl", f"s3://{home}/out.jsonl", tok, server.base_url, *ray_flags)
+        driver_env = {**os.environ, **_driver_env(env, hidden)}
+        proc = subprocess.Popen([sys.executable, "-m", "trajcomp.cli", *argv], cwd=ROOT, env=driver_env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 240
+        while sum(k.endswith(".done.json") for k in keys(fs, home)) < 2:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() is not None else "no parts"
+            time.sleep(0.1)
+        freeze(server)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        here = [p.name for p in (hidden / "stage").rglob("file-00000/*")]
+        assert here and all(name.endswith(".done.json") for name in here)  # the driver holds no part
+        time.sleep(2)  # Ray ends a dead driver's actors
+        thaw(server)
+        (part,) = [k for k in keys(fs, home) if k.endswith("/file-00000/part-000001.jsonl")]
+        if damage == "delete":
+            fs.delete_file(part)
+        else:
+            local = tmp_path / "part"
+            local.write_bytes(get(fs, part))
+            damage(local)
+            put(fs, part, local.read_bytes())
+        again = run_cli(*argv, env=_driver_env(env, hidden), timeout=240)
+    assert again.code == 0, again.stderr
+    (warning,) = [line for line in again.stderr.splitlines() if "warning" in line]
+    assert f"s3://{home}/" in warning and "part-000001.jsonl" in warning
+    assert get(fs, f"{home}/out.jsonl") == ref.read_bytes()
+    report = json.loads(get(fs, f"{home}/out_metrics.json"))
+    assert report["processing"]["resumed"] is True
+    assert keys(fs, home) == [f"{home}/data.jsonl", f"{home}/out.jsonl", f"{home}/out_metrics.json"]  # no work folder
