@@ -43,13 +43,18 @@ def hidden(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def cluster(s3, hidden) -> str:  # noqa: F811 (the fixture)
+def nodes(s3, hidden) -> ray_cluster.Cluster:  # noqa: F811 (the fixture)
     """Two nodes, each with the store's endpoint and credentials and a stage of its own, neither seeing `hidden`."""
     _, env = s3
     hide = ("unshare", "-m", "sh", "-c", f'mount -t tmpfs none "{hidden}" && exec "$0" "$@"')
     nodes_env = {**os.environ, **env, "TRAJCOMP_STAGE_DIR": str(hidden / "node-stage")}
     with ray_cluster.two_nodes(nodes_env, within=hide) as nodes:
-        yield nodes.address
+        yield nodes
+
+
+@pytest.fixture(scope="module")
+def cluster(nodes) -> str:
+    return nodes.address
 
 
 def _driver_env(s3_env: dict, hidden: Path) -> dict:  # noqa: F811
@@ -81,6 +86,8 @@ def test_actors_take_whole_parts_through_the_store_and_the_driver_holds_no_part(
               "--no-cache", "--engine", "ray", "--ray-address", cluster, "--checkpoint-rows", "2"])
     assert exit.value.code == 0
     assert parsed == []  # the actors read every row
+    staged = remote.input_stage("s3://bucket/through/in").parent
+    assert staged.is_dir() and not [p for p in staged.rglob("*") if p.is_file()]  # listed here, fetched by the actors
     assert pushed and {p.name.split(".", 1)[1] if p.name.startswith("part-") else p.name for p in pushed} == \
         {"done.json", "run.json"}  # the parts went from the actors to the store, not through this process
     written = sorted(p.name for p in (tmp_path / "out").iterdir() if "metrics" not in p.name)
@@ -123,6 +130,7 @@ def test_a_driver_killed_then_a_part_damaged_in_the_store_resumes_to_the_same_by
         proc.wait()
         here = [p.name for p in (hidden / "stage").rglob("file-00000/*")]
         assert here and all(name.endswith(".done.json") for name in here)  # the driver holds no part
+        assert not list((hidden / "stage" / "inputs").rglob("data.jsonl"))  # nor the input
         time.sleep(2)  # Ray ends a dead driver's actors
         thaw(server)
         (part,) = [k for k in keys(fs, home) if k.endswith("/file-00000/part-000001.jsonl")]
@@ -141,3 +149,22 @@ def test_a_driver_killed_then_a_part_damaged_in_the_store_resumes_to_the_same_by
     report = json.loads(get(fs, f"{home}/out_metrics.json"))
     assert report["processing"]["resumed"] is True
     assert keys(fs, home) == [f"{home}/data.jsonl", f"{home}/out.jsonl", f"{home}/out_metrics.json"]  # no work folder
+
+
+def test_a_node_that_can_read_neither_gets_the_rows_from_the_driver(s3, hidden, nodes, tmp_path):  # noqa: F811
+    """A third node without the store's credentials, which does not see the driver's folder either: the
+    driver fetches the input itself and the rows go through it one by one, said once; the same bytes."""
+    fs, env = s3
+    src = write_jsonl(tmp_path / "a.jsonl", rows_with_rejects())
+    put(fs, "bucket/neither/a.jsonl", src.read_bytes())
+    assert run_cli("compress", str(src), "-c", str(CONFIG), "-o", str(tmp_path / "a_out.jsonl"), "-q").code == 0
+    hide = ("unshare", "-m", "sh", "-c", f'mount -t tmpfs none "{hidden}" && exec "$0" "$@"')
+    with ray_cluster.another_node(nodes, within=hide):  # this process's environment: no AWS_* variables
+        result = run_cli("compress", "s3://bucket/neither/a.jsonl", "-c", str(CONFIG), "-o", "s3://bucket/neither/out.jsonl",
+                         "--json", "--engine", "ray", "--ray-address", nodes.address, "--ray-concurrency", "3",
+                         "--checkpoint-rows", "2", env=_driver_env(env, hidden), timeout=240)
+    assert result.code == 0, result.stderr
+    assert json.loads(result.stdout)["processing"]["ray_nodes"] == 3
+    (warning,) = [line for line in result.stderr.splitlines() if "warning" in line]
+    assert "cannot read" in warning and "nor s3://bucket/neither/" in warning
+    assert get(fs, "bucket/neither/out.jsonl") == (tmp_path / "a_out.jsonl").read_bytes()

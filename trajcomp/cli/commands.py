@@ -101,7 +101,7 @@ def compress(
 def _compress_command(flags) -> None:
     from ..engines.paths import resolve
     from ..engines.pipeline import RunOptions
-    from ..engines.remote import stage
+    from ..engines.remote import is_uri, stage
     from ..engines.selection import Selection
 
     try:
@@ -115,8 +115,12 @@ def _compress_command(flags) -> None:
             raise ConfigError("--workers is the local engine's; with --engine ray, --ray-concurrency sets the actors")
         if cfg.batch and (ray is not None or not cfg.cache):
             raise ConfigError("--batch needs the summary cache and the local engine (not --no-cache, not --engine ray)")
-        staged = stage(flags.inputs, flags.output)  # inputs in object storage fetched, an output there given a local place
-        layout = staged.localize(resolve(staged.inputs, staged.output, cfg, _dotted(flags.output_format), shard))
+        # Inputs in object storage fetched (for Ray actors that may take whole parts through the store,
+        # only listed: they fetch them), an output there given a local place.
+        lazy = ray is not None and is_uri(flags.output) and flags.limit is None
+        staged = stage(flags.inputs, flags.output, lazy)
+        layout = staged.localize(resolve(staged.inputs, staged.output, cfg, _dotted(flags.output_format), shard,
+                                         staged.listed))
         options = RunOptions(selection, flags.quiet or flags.as_json, flags.checkpoint_rows, flags.restart)
         counter = TokenCounter.for_config(cfg)
     except (ConfigError, TokenizerLoadError) as exc:

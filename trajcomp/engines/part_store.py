@@ -21,9 +21,9 @@ import pyarrow.fs as pafs
 
 from .checkpoint import WorkDir
 from .manifest import FILES
-from .part_work import JoinTask, PartTask, Unpacked, UnpackTask, join_file, perform
+from .part_work import JoinTask, PartTask, Spans, SpanTask, join_file, perform
 from .paths import FileJob
-from .remote import _digest, fetch_object, is_uri, open_uri, put_file, stage_root
+from .remote import fetch_input, fetch_object, input_stage, open_uri, put_file
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,8 @@ class ThroughStore:
         """part_work.perform's answer to `task`, the task done here with the store's copies."""
         if isinstance(task, PartTask):
             return await self._part(core, task, store)
-        if isinstance(task, UnpackTask):
-            return await self._unpack(core, task, store)
+        if isinstance(task, SpanTask):
+            return await self._spans(core, task, store)
         if isinstance(task, JoinTask):
             return await asyncio.to_thread(self._join, task, store)
         return await perform(core, task)  # a row
@@ -70,13 +70,16 @@ class ThroughStore:
             await asyncio.to_thread(self._put, store, [folder / name for name in sorted(done.checkpoint[FILES])])
         return done
 
-    async def _unpack(self, core, task: UnpackTask, store: Store) -> Unpacked:
+    async def _spans(self, core, task: SpanTask, store: Store) -> Spans:
         job = replace(task.job, input=await asyncio.to_thread(self._input, task.job, store))
-        dest = self._here(task.dest, store)
-        unpacked = await perform(core, replace(task, job=job, dest=dest))
-        await asyncio.to_thread(self._put, store, [dest])
+        if task.copy is None:
+            found = await perform(core, replace(task, job=job))
+            return replace(found, job=task.job)
+        copy = self._here(task.copy, store)
+        found = await perform(core, replace(task, job=job, copy=copy))
+        await asyncio.to_thread(self._put, store, [copy])
         # Read from the store by whichever actor takes a part of it.
-        return replace(unpacked, job=replace(unpacked.job, input=task.dest))
+        return replace(found, job=replace(found.job, input=task.copy))
 
     def _join(self, task: JoinTask, store: Store) -> tuple[int, str] | None:
         """The file's parts fetched from the store, checked and joined here; the output put at its URI."""
@@ -104,20 +107,16 @@ class ThroughStore:
             shutil.rmtree(self.scratch / "out" / str(task.file_index), ignore_errors=True)
 
     def _input(self, job: FileJob, store: Store) -> Path:
-        """A local copy of the task's input: a plain copy from the store's work folder, or the input from its URI."""
-        if job.input.is_relative_to(store.work):
-            local = self._here(job.input, store)
-            fs, key = open_uri(f"{store.mirror.rstrip('/')}/{job.input.relative_to(store.work).as_posix()}")
-        elif is_uri(job.source):
-            local = stage_root() / "inputs" / _digest(job.source) / job.input.name  # the node's stage
-            fs, key = open_uri(job.source)
-        else:
-            raise RuntimeError(f"{job.input} is neither in object storage nor in the run's work folder")
+        """A local copy of the task's input: the input from its URI (into the node's stage, once a node),
+        or a compressed input's plain copy from the store's work folder."""
+        if not job.input.is_relative_to(store.work):
+            return fetch_input(job, input_stage(job.source))
+        fs, key = open_uri(f"{store.mirror.rstrip('/')}/{job.input.relative_to(store.work).as_posix()}")
         info = fs.get_file_info(key)
         if info.type != pafs.FileType.File:
-            raise FileNotFoundError(f"{job.source or job.input}: not in object storage")
-        fetch_object(fs, info, local)
-        return local
+            raise FileNotFoundError(f"{key}: not in object storage")
+        fetch_object(fs, info, self._here(job.input, store))
+        return self._here(job.input, store)
 
     def _here(self, path: Path, store: Store) -> Path:
         return self.work / path.relative_to(store.work)

@@ -5,9 +5,9 @@ one stream of part tasks (part_work.py): a part of the next file starts while th
 finish, so a folder of small shards keeps every worker busy. Here the checkpoints come back and are
 committed in input order (a part done early waits for those before it, so a kill never leaves a gap),
 their summaries counted in order by the failure streak, and each file is joined by a worker as soon
-as its last part is in. A compressed file is first made a plain copy by a worker, the next one
-while the parts before it run. An error in finding a file's parts reaches the run in order, after
-the parts before it, as a row-by-row run would meet it.
+as its last part is in. A worker finds each file's spans (a compressed file's plain copy made
+first), the next file's while the parts before it run. An error in finding a file's parts reaches
+the run in order, after the parts before it, as a row-by-row run would meet it.
 """
 
 from __future__ import annotations
@@ -16,15 +16,13 @@ import asyncio
 import shutil
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from itertools import islice
-from typing import Any, AsyncIterator, Callable, Iterator
+from typing import Any, AsyncIterator, Callable
 
 from ..formats import format_for
-from ..formats.base import checked
 from .checkpoint import WorkDir
 from .failures import FailureStreak
 from .ordered import ordered_map
-from .part_work import THROUGH_STORE, JoinTask, PartDone, PartTask, UnpackTask
+from .part_work import THROUGH_STORE, JoinTask, PartDone, PartTask, Spans, SpanTask
 from .paths import FileJob
 from .progress import Progress
 from .selection import Selection
@@ -58,7 +56,7 @@ class PartStream:
     undo: Callable[[int, int, str], None]
     finished: dict[int, int]
     _parts: dict[int, int] = field(default_factory=dict)  # file -> its parts, once all were found
-    _unpacking: dict[int, asyncio.Task] = field(default_factory=dict)
+    _finding: dict[int, asyncio.Task] = field(default_factory=dict)  # file -> its spans, being found by a worker
 
     async def run(self, files: list[tuple[int, FileJob]]) -> list[tuple[int, FileJob]] | None:
         """The files' remaining parts computed and committed, each file joined; the files whose join
@@ -122,45 +120,33 @@ class PartStream:
         found as the stream reaches them; an error as an item in its place, ending the stream."""
         try:
             for k, (index, job) in enumerate(files):
-                copying = self._unpack(index, job)
+                finding = self._find(index, job)
                 if k + 1 < len(files):
-                    self._unpack(*files[k + 1])  # the next file's copy made while this one's parts run
-                spans = None
-                if copying is not None:
-                    unpacked = await self._unpacking.pop(index)
-                    job, spans = unpacked.job, unpacked.spans
-                count = self.finished.get(index, 0)
-                for task in self._spans(index, job, held, spans):
-                    count += 1
-                    yield task
-                self._parts[index] = count
+                    self._find(*files[k + 1])  # the next file's spans found while this one's parts run
+                found: Spans = await finding
+                del self._finding[index]
+                done = self.finished.get(index, 0)
+                for part, span in enumerate(found.spans[done:], start=done):
+                    yield PartTask(self.work.path, index, part, found.job.absolute(), self.selection, span,
+                                   min(self.max_running, held), held, self.streak_limit)
+                self._parts[index] = max(done, len(found.spans))
         except Exception as exc:
             yield _Failed(exc)
 
-    def _unpack(self, index: int, job: FileJob) -> asyncio.Task | None:
-        """A compressed file's plain copy being made by a worker (part_work.unpack_file); None for a file that splits."""
-        if format_for(job.input).splits:
-            return None
-        if index not in self._unpacking:
-            task = UnpackTask(job.absolute(), self.work.plain_input(index), self.checkpoint_rows)
-            self._unpacking[index] = asyncio.ensure_future(self.pool.unpack_file(task))
-        return self._unpacking[index]
-
-    def _spans(self, index: int, job: FileJob, held: int, spans: list[tuple] | None) -> Iterator[PartTask]:
-        """The file's part tasks from its first unfinished part; `spans` found here unless given (an unpacked copy's)."""
-        if spans is None:
-            reader = format_for(job.input)
-            spans = checked(job.input, lambda: reader.spans(job.input, self.checkpoint_rows))
-        for k, span in islice(enumerate(spans), self.finished.get(index, 0), None):
-            yield PartTask(self.work.path, index, k, job.absolute(), self.selection, span,
-                           min(self.max_running, held), held, self.streak_limit)
+    def _find(self, index: int, job: FileJob) -> asyncio.Task:
+        """The file's spans being found by a worker (part_work.find_spans), a compressed file's after it made its plain copy."""
+        if index not in self._finding:
+            copy = None if format_for(job.input).splits else self.work.plain_input(index)
+            task = SpanTask(job.absolute(), self.checkpoint_rows, copy)
+            self._finding[index] = asyncio.ensure_future(self.pool.find_spans(task))
+        return self._finding[index]
 
     async def _drop_copies(self, files: list[tuple[int, FileJob]]) -> None:
-        """Unpacking still running stopped, and the plain copies of `files` removed."""
-        for task in self._unpacking.values():
+        """Spans still being found (plain copies being made) stopped, and the plain copies of `files` removed."""
+        for task in self._finding.values():
             task.cancel()
-        await asyncio.gather(*self._unpacking.values(), return_exceptions=True)
-        self._unpacking.clear()
+        await asyncio.gather(*self._finding.values(), return_exceptions=True)
+        self._finding.clear()
         for index, _ in files:
             self.work.drop(self.work.plain_input(index))
 

@@ -1,11 +1,12 @@
 """Parts as the unit of work: a worker process or Ray actor reads a whole part of a file that splits
 (a Format's `spans`) itself, compresses its rows, writes the part's files and hands back only its
-figures; once a file's parts are all in, a worker also checks and joins them.
+figures; a worker also finds where a file's parts lie (JSON Lines: byte ranges, a scan for newlines;
+Parquet: row ranges, from the file's footer; a compressed file: its plain copy's, made first), and
+once a file's parts are all in, checks and joins them.
 
-The run's process (the coordinator, pipeline.py) then parses no row and copies no byte: it finds
-where each part lies (JSON Lines: byte ranges, a scan for newlines; Parquet: row ranges, from the
-file's footer), sends each span to a worker (workers.py, ray.py), and writes the parts' checkpoints
-in order as their figures come back, so a killed run never leaves a checkpoint after a gap. A part
+The run's process (the coordinator, pipeline.py) then reads no input and copies no byte: it sends
+each span to a worker (workers.py, ray.py) and writes the parts' checkpoints in order as their
+figures come back, so a killed run never leaves a checkpoint after a gap. A part
 covers the same input rows, selects the same rows (selection.py decides by file and line) and writes
 the same bytes (parts.py `Part`, the same writer) as on the row-by-row path.
 """
@@ -49,19 +50,18 @@ class PartTask:
 
 
 @dataclass(frozen=True)
-class UnpackTask:
-    """A compressed input to be made a plain JSON Lines file at `dest` by a worker, so that it splits
-    (into parts of `rows` input rows)."""
+class SpanTask:
+    """A file whose parts of `rows` input rows a worker finds (the coordinator may not see the file);
+    a compressed one first made a plain JSON Lines copy at `copy`, which splits."""
 
     job: FileJob
-    dest: Path
     rows: int
+    copy: Path | None = None
 
 
 @dataclass(frozen=True)
-class Unpacked:
-    """The job that reads an unpacked input's plain copy, and the spans of its parts (found by the
-    worker that made it: the coordinator may not see the copy)."""
+class Spans:
+    """The job that reads the file's parts (a compressed input's: its plain copy), and their spans."""
 
     job: FileJob
     spans: list[tuple]
@@ -131,25 +131,28 @@ def join_file(task: JoinTask) -> tuple[int, str] | None:
     return join_parts(work, task.file_index, job, writer, schema)
 
 
-def unpack_file(task: UnpackTask) -> Unpacked:
-    """The compressed input decompressed into a plain copy (its damage an InputError naming it, as on the
-    row path); the job that reads the copy, its rows still named as the run names the input, and its spans."""
+def find_spans(task: SpanTask) -> Spans:
+    """The file's spans; a compressed input first decompressed into its plain copy (its damage an
+    InputError naming it, as on the row path), the job then reading the copy, its rows still named
+    as the run names the input."""
     job = task.job
-    unpack_checked(format_for(job.input), job.input, task.dest)
-    spans = list(format_for(task.dest).spans(task.dest, task.rows))
-    return Unpacked(replace(job, input=task.dest, source=job.source or str(job.input)), spans)
+    if task.copy is not None:
+        unpack_checked(format_for(job.input), job.input, task.copy)
+        job = replace(job, input=task.copy, source=job.source or str(job.input))
+    reader = format_for(job.input)
+    return Spans(job, list(checked(job.input, lambda: reader.spans(job.input, task.rows))))
 
 
 async def perform(core, work: Any) -> Any:
-    """What a worker process or Ray actor is sent, done: a row, a part, or a file's unpacking or join
+    """What a worker process or Ray actor is sent, done: a row, a part, or a file's spans or its join
     (on a thread, so that the worker's rows in flight go on meanwhile)."""
     try:
         if isinstance(work, PartTask):
             return await compress_part(core, work)
         if isinstance(work, JoinTask):
             return await asyncio.to_thread(join_file, work)
-        if isinstance(work, UnpackTask):
-            return await asyncio.to_thread(unpack_file, work)
+        if isinstance(work, SpanTask):
+            return await asyncio.to_thread(find_spans, work)
         return await core.compress_row(work)
     except InputError as exc:  # the input named as the run names it, not by the path a worker reads
         job = getattr(work, "job", None)
@@ -158,7 +161,7 @@ async def perform(core, work: Any) -> Any:
         raise InputError(str(exc).replace(str(job.input), job.source)) from None
 
 
-SHARED, THROUGH_STORE = "shared", "through object storage"  # how workers take whole parts (Asks.reads)
+SHARED, THROUGH_STORE = "shared", "through object storage"  # how workers take whole parts (Asks.reads, reaches)
 
 
 class Asks:
@@ -170,10 +173,13 @@ class Asks:
     async def _ask(self, work: Any) -> Any:
         raise NotImplementedError
 
-    async def reads(self, paths: list[Path], work: Path, store: Any = None) -> str | None:
-        """How the workers take whole parts of `paths`: SHARED, every one reading them and writing into the
-        work folder `work` where the coordinator does; THROUGH_STORE, through object storage (`store`, a
-        part_store.Store: Ray actors that do not see them); None, they cannot (rows go one by one)."""
+    async def reaches(self, store: Any) -> bool:
+        """Whether every worker takes whole parts through object storage (`store`, a part_store.Store:
+        Ray actors that do not see the coordinator's files); from then on they do."""
+        return False
+
+    async def reads(self, paths: list[Path], work: Path) -> bool:
+        """Whether every worker reads `paths` and writes into the work folder `work` where the coordinator does."""
         raise NotImplementedError
 
     async def compress_row(self, row: Any) -> Any:
@@ -184,8 +190,8 @@ class Asks:
         """The part computed and written."""
         return await self._ask(task)
 
-    async def unpack_file(self, task: UnpackTask) -> Unpacked:
-        """A compressed input made a plain copy; the job that reads it, and its spans."""
+    async def find_spans(self, task: SpanTask) -> Spans:
+        """The file's spans (a compressed input's: its plain copy's), and the job that reads them."""
         return await self._ask(task)
 
     async def join_file(self, task: JoinTask) -> tuple[int, str] | None:

@@ -9,6 +9,7 @@ import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Collection
 
 from ..core.config import CompressionConfig, ConfigError
 from ..formats import HF, INPUT_SUFFIXES, OUTPUT_FORMATS, OUTPUT_SUFFIXES, is_dataset_folder, name_suffix, split_suffix
@@ -22,6 +23,7 @@ class FileJob:
     key: str  # the input's path relative to its root: names it in samples, shards and reports
     source: str | None = None  # the input's name in rejects and reports when not its path (the URI it came from)
     dest: str | None = None  # the output's name when not its path (the URI it is uploaded to)
+    listed: tuple[int, int] | None = None  # (size, time in ns) of an input in object storage not fetched here yet
 
     def absolute(self) -> "FileJob":
         """The job with absolute paths (symlinks kept: a format is known by its name), for a worker or
@@ -56,8 +58,9 @@ class Inputs:
     skipped: tuple[Path, ...]  # files in input folders that are not data, for the report
 
 
-def expand_inputs(inputs: list[str], output_suffix: str = "_compressed") -> Inputs:
-    """Files and dataset folders as given, directories recursively, globs expanded; sorted per argument."""
+def expand_inputs(inputs: list[str], output_suffix: str = "_compressed", listed: Collection[str] = ()) -> Inputs:
+    """Files and dataset folders as given, directories recursively, globs expanded; sorted per argument.
+    `listed`: files that are not here yet but count as there (a lazy stage's, remote.stage)."""
     pairs: list[tuple[Path, Path]] = []
     skipped: list[Path] = []
     for text in inputs:
@@ -65,14 +68,14 @@ def expand_inputs(inputs: list[str], output_suffix: str = "_compressed") -> Inpu
         if is_dataset_folder(path):  # a save_to_disk folder is one input, like a file
             pairs.append((path, path.parent))
         elif path.is_dir():
-            files, not_data = _scan(path, output_suffix)
+            files, not_data = _scan(path, output_suffix, listed)
             if not files:
                 raise ConfigError(
                     f"no data files in {text} (looked for {', '.join(INPUT_SUFFIXES)} and save_to_disk folders)"
                 )
             pairs.extend((f, path) for f in files)
             skipped.extend(not_data)
-        elif path.is_file():
+        elif path.is_file() or text in listed:
             pairs.append((path, path.parent))
         elif _is_glob(text):
             files, not_data = _matches(text, output_suffix)
@@ -85,7 +88,7 @@ def expand_inputs(inputs: list[str], output_suffix: str = "_compressed") -> Inpu
     return Inputs(pairs, tuple(skipped))
 
 
-def _scan(directory: Path, output_suffix: str) -> tuple[list[Path], list[Path]]:
+def _scan(directory: Path, output_suffix: str, listed: Collection[str] = ()) -> tuple[list[Path], list[Path]]:
     """A folder's data files and dataset folders, and the files of input types in it that are not data.
 
     A save_to_disk folder is one data item (not searched further). Not data: hidden files and folders (trajcomp's own work files and temp outputs), an earlier
@@ -93,7 +96,11 @@ def _scan(directory: Path, output_suffix: str) -> tuple[list[Path], list[Path]]:
     data/), rejects files, and .json files that are not arrays (tokenizer.json).
     """
     data, not_data = [], []
+    absent: dict[str, list[str]] = {}  # folder -> its listed files' names
+    for path in map(Path, listed):
+        absent.setdefault(str(path.parent), []).append(path.name)
     for root, dirs, names in os.walk(directory):
+        names = sorted(set(names) | set(absent.get(root, ())))
         stems = _stems(dirs + names)
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not _earlier_output(d, stems, output_suffix))
         datasets = [d for d in dirs if is_dataset_folder(Path(root) / d)]
@@ -180,13 +187,14 @@ def resolve(
     config: CompressionConfig,
     output_format: str | None = None,
     shard: tuple[int, int] | None = None,
+    listed: Collection[str] = (),
 ) -> Layout:
-    """The Layout of a run; impossible combinations raise ConfigError (exit 2)."""
+    """The Layout of a run; impossible combinations raise ConfigError (exit 2). `listed`: expand_inputs'."""
     if output_format is not None and output_format not in OUTPUT_FORMATS:
         choices = ", ".join(s.lstrip(".") if s == HF else s for s in OUTPUT_FORMATS)
         raise ConfigError(f"unknown output format '{output_format}' (choose from {choices})")
-    found = expand_inputs(inputs, config.output_suffix)
-    if len(inputs) == 1 and (Path(inputs[0]).is_file() or is_dataset_folder(inputs[0])):
+    found = expand_inputs(inputs, config.output_suffix, listed)
+    if len(inputs) == 1 and (Path(inputs[0]).is_file() or inputs[0] in listed or is_dataset_folder(inputs[0])):
         layout = _single_file(found.pairs[0][0], output, config, output_format, shard)
     else:
         layout = _folder_output(inputs, found, output, config, output_format, shard)

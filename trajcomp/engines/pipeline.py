@@ -38,7 +38,7 @@ from .part_work import SHARED, THROUGH_STORE, Asks, JoinTask, join_file
 from .parts import Part
 from .paths import FileJob, Layout
 from .progress import Progress, warn
-from .remote import WorkMirror, is_uri, named
+from .remote import WorkMirror, fetched, is_uri, named
 from .results import Rejected, Skipped, Written, settled, shown_as
 from .run_report import RunFacts, build_report, gather
 from .selection import Selection, Taker
@@ -128,7 +128,7 @@ class Runner:
         config = {s: {k: v for k, v in keys.items() if k not in _NOT_IN_OUTPUT} for s, keys in sections}
         return {
             "trajcomp_version": __version__,
-            "inputs": [[j.source or str(j.input), *identity(j.input)] for j in self.layout.files],
+            "inputs": [[j.source or str(j.input), *(j.listed or identity(j.input))] for j in self.layout.files],
             "outputs": [j.dest or str(j.output) for j in self.layout.files],
             "config": config,
             "selection": self.options.selection.as_dict(),
@@ -239,6 +239,7 @@ class Runner:
 
     async def run_file(self, index: int, job: FileJob, taken_before: int) -> None:
         """The file's remaining parts, row by row, then their join; parts that fail the join's check are redone."""
+        job = fetched(job)  # an input only listed in a lazy stage: read here after all
         reader, writer = format_for(job.input), format_for(job.output)
         schema = input_schema(reader, job.input)
         for _ in range(JOIN_ATTEMPTS):
@@ -273,8 +274,10 @@ class Runner:
         if not jobs:
             return None
         stored = self.layout.work_mirror is not None and all(is_uri(job.source) for job in jobs)
-        store = Store(self.work.path, self.layout.work_mirror) if stored else None
-        return await self.compressor.reads([job.absolute().input for job in jobs], self.work.path, store)
+        if stored and await self.compressor.reaches(Store(self.work.path, self.layout.work_mirror)):
+            return THROUGH_STORE
+        jobs = [fetched(job) for job in jobs]  # read here, or where the workers read what this process does
+        return SHARED if await self.compressor.reads([job.absolute().input for job in jobs], self.work.path) else None
 
     async def _write_parts(self, index: int, job: FileJob, reader, writer, schema, taken_before: int) -> None:
         """The file's rows from its first unfinished part on, into parts each made to count by its checkpoint."""

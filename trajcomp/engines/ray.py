@@ -29,7 +29,7 @@ from ..formats import identity
 from ..formats.arrow_rows import batch_rows, to_table
 from .hf import METRICS_COLUMN_TYPE, core, metrics_value
 from .part_store import Store, ThroughStore, reachable
-from .part_work import SHARED, THROUGH_STORE, Asks, perform
+from .part_work import Asks, perform
 from .progress import warn
 from .together import Together
 from .workers import WorkerDied, build_core, shares
@@ -201,7 +201,8 @@ class RayPool(Asks):
         self.nodes: list[str] = []  # where each actor runs, for the tests and the report
         self._actors: list[Any] = []
         self._loads: list[int] = []
-        self._store: Store | None = None  # whole parts go through object storage (reads)
+        self._store: Store | None = None  # whole parts go through object storage (reaches)
+        self._unreachable: str | None = None  # why an actor cannot read the store, for reads' warning
         self._began_ray = False
 
     async def start(self) -> None:
@@ -234,9 +235,18 @@ class RayPool(Asks):
         self.summarizer.lives[index] = live
         return result
 
-    async def reads(self, paths: list[Path], work: Path, store: Store | None = None) -> str | None:
-        """SHARED when every actor reads `paths` and the work folder as this process does (shared
-        storage, or one machine); else THROUGH_STORE when every one reads `store`; else None, said once."""
+    async def reaches(self, store: Store) -> bool:
+        """Whether every actor reads `store` (its nodes' environment holds the store's endpoint and
+        credentials); from then on whole parts go through it (part_store.py)."""
+        unreachable = await asyncio.gather(*(self._call(a.reaches, store) for a in self._actors))
+        self._unreachable = next((reason for reason in unreachable if reason is not None), None)
+        if self._unreachable is None:
+            self._store = store
+        return self._store is not None
+
+    async def reads(self, paths: list[Path], work: Path) -> bool:
+        """Whether every actor reads `paths` and the work folder as this process does (shared storage,
+        or one machine), so that they take whole parts; said once when they do not."""
         token = secrets.token_hex(16)
         probe = work / f"shared-{token[:8]}"
         probe.write_text(token)
@@ -249,17 +259,12 @@ class RayPool(Asks):
                 leftover.unlink(missing_ok=True)
         missing = next((what for what in lacking if what is not None), None if answers == {token} else str(work))
         if missing is None:
-            return SHARED
-        missing, advice = f"{missing} where this process does", "put the inputs and the work folder on storage every node mounts"
-        if store is not None:
-            unreachable = await asyncio.gather(*(self._call(a.reaches, store) for a in self._actors))
-            if all(reason is None for reason in unreachable):
-                self._store = store
-                return THROUGH_STORE
-            missing = next(r for r in unreachable if r is not None)
-            advice = "give every node the object store's endpoint and credentials in its environment"
-        warn(f"a Ray actor cannot read {missing}: the rows go through this process one by one ({advice})")
-        return None
+            return True
+        nor = f", nor {self._unreachable}" if self._unreachable else ""
+        warn(f"a Ray actor cannot read {missing} where this process does{nor}: the rows go through this process "
+             "one by one (put the inputs and the work folder on storage every node mounts, or inputs and output "
+             "in object storage every node reads)")
+        return False
 
     async def _call(self, method, *args):
         """A remote call's value; the error a row core raised, as it raised it; WorkerDied when the

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Iterable
 
 from ..core.config import ConfigError
-from ..formats import Record
+from ..formats import INPUT_SUFFIXES, Record, format_for, identity, split_suffix
+from ..formats.base import InputError
 
 # The local stage: mirrors of remote inputs, and each remote output's local run (its work folder too).
 STAGE_ENV = "TRAJCOMP_STAGE_DIR"
@@ -45,6 +46,11 @@ def _digest(uri: str) -> str:
     return hashlib.sha256(uri.encode("utf-8")).hexdigest()[:16]
 
 
+def input_stage(uri: str) -> Path:
+    """Where this machine's stage keeps the input object `uri` (given alone, or a prefix's file as a Ray actor fetches it)."""
+    return stage_root() / "inputs" / _digest(uri) / uri.rstrip("/").rsplit("/", 1)[-1]
+
+
 def open_uri(uri: str):
     """(filesystem, path in it) for a URI, credentials and endpoint from the environment."""
     import pyarrow.fs as pafs
@@ -67,6 +73,8 @@ class Stage:
     output: Path | None
     output_uri: str | None = None
     names: dict[str, str] = field(default_factory=dict)  # local path -> the URI it stands for
+    # A lazy stage's inputs not fetched here: local path -> (size, modification time in ns) as listed.
+    listed: dict[str, tuple[int, int]] = field(default_factory=dict)
     output_folder: Path | None = None  # the stage's folder standing for the remote output's parent
 
     def uri(self, local: str | os.PathLike) -> str:
@@ -82,8 +90,8 @@ class Stage:
     def localize(self, layout):
         """The layout with staged inputs and outputs named by their URIs, and its work folder mirrored
         beside a remote output (so a resume on another machine finds it)."""
-        files = [dataclasses.replace(job, source=self._staged(job.input), dest=self._staged(job.output))
-                 for job in layout.files]
+        files = [dataclasses.replace(job, source=self._staged(job.input), dest=self._staged(job.output),
+                                     listed=self.listed.get(str(job.input))) for job in layout.files]
         mirror = self.uri(layout.work) if self.output_uri is not None else None
         return dataclasses.replace(layout, files=files, work_mirror=mirror)
 
@@ -184,8 +192,10 @@ class WorkMirror:
         self.fs.delete_dir_contents(self.root, missing_dir_ok=True)
 
 
-def stage(inputs: list[str], output: str | None) -> Stage:
-    """Remote inputs fetched into the stage; a remote output's run given a local place in it."""
+def stage(inputs: list[str], output: str | None, lazy: bool = False) -> Stage:
+    """Remote inputs fetched into the stage; a remote output's run given a local place in it. `lazy`:
+    the files that workers take whole (JSON Lines, plain or compressed, Parquet) only listed, to be
+    fetched by Ray actors (part_store.py), or here on first need (`fetched`)."""
     if not any(map(is_uri, [*inputs, output])):
         return Stage(list(inputs), Path(output) if output else None)
     if output is None:
@@ -194,7 +204,7 @@ def stage(inputs: list[str], output: str | None) -> Stage:
     for text in inputs:
         if is_uri(text):
             try:
-                local = _mirror(text, stage_root() / "inputs" / _digest(text))
+                local = _mirror(text, input_stage(text).parent, result.listed if lazy else None)
             except OSError as exc:  # denied, unreachable: pyarrow's message names the bucket and the cause
                 raise ConfigError(f"cannot read {text}: {' '.join(str(exc).split())}") from None
             result.names[str(local)] = text
@@ -216,8 +226,8 @@ def stage(inputs: list[str], output: str | None) -> Stage:
     return result
 
 
-def _mirror(uri: str, into: Path) -> Path:
-    """The object (or every object under the prefix) at `uri` in `into`, named as in the store."""
+def _mirror(uri: str, into: Path, listed: dict | None) -> Path:
+    """The object (or every object under the prefix) at `uri` in `into`, named as in the store (_take)."""
     import pyarrow.fs as pafs
 
     fs, key = open_uri(uri)
@@ -225,12 +235,12 @@ def _mirror(uri: str, into: Path) -> Path:
     name = key.rsplit("/", 1)[-1]
     info = fs.get_file_info(key)
     if info.type == pafs.FileType.File:
-        fetch_object(fs, info, into / name)
+        _take(fs, info, into / name, listed)
     elif info.type == pafs.FileType.Directory:
         found = fs.get_file_info(pafs.FileSelector(key, recursive=True))
         wanted = {into / name / i.path[len(key) + 1:]: i for i in found if i.type == pafs.FileType.File}
         for local, item in wanted.items():
-            fetch_object(fs, item, local)
+            _take(fs, item, local, listed)
         for stale in [p for p in (into / name).rglob("*") if p.is_file() and p not in wanted]:
             stale.unlink()  # deleted from the store since the last run: not an input any more
     else:
@@ -238,10 +248,23 @@ def _mirror(uri: str, into: Path) -> Path:
     return into / name
 
 
+def _take(fs, info, local: Path, listed: dict | None) -> None:
+    """The object fetched; in a lazy stage (`listed`), a file that workers take whole only listed (a
+    copy here that is not the object's removed: nothing may read it in the object's place)."""
+    whole = split_suffix(local)[1] in INPUT_SUFFIXES and (format_for(local).splits or format_for(local).unpacks)
+    if listed is None or not whole:
+        fetch_object(fs, info, local)
+        return
+    listed[str(local)] = (info.size, info.mtime_ns)
+    local.parent.mkdir(parents=True, exist_ok=True)
+    if local.exists() and tuple(identity(local)) != listed[str(local)]:
+        local.unlink()
+
+
 def fetch_object(fs, info, local: Path) -> None:
     """One object copied, unless the copy already there has its size and time (a rerun resumes)."""
-    stamp = info.mtime.timestamp() if info.mtime else None
-    if local.is_file() and local.stat().st_size == info.size and (stamp is None or local.stat().st_mtime == stamp):
+    stamp = info.mtime_ns
+    if local.is_file() and local.stat().st_size == info.size and (stamp is None or local.stat().st_mtime_ns == stamp):
         return
     local.parent.mkdir(parents=True, exist_ok=True)
     # A name of its own: several processes (Ray actors on one node) may fetch the same object at once.
@@ -252,6 +275,29 @@ def fetch_object(fs, info, local: Path) -> None:
         except BaseException:
             os.unlink(dest.name)
             raise
-    if stamp is not None:
-        os.utime(dest.name, (stamp, stamp))
+    if stamp is not None:  # to the nanosecond: identity() of the copy is the listing's (size, time)
+        os.utime(dest.name, ns=(stamp, stamp))
     os.replace(dest.name, local)
+
+
+def fetch_input(job, local: Path) -> Path:
+    """The input object `job.source` (a paths.FileJob's) copied to `local` unless it is there already; an
+    InputError when it is gone, or not what the run listed (`job.listed`: it changed since)."""
+    import pyarrow.fs as pafs
+
+    fs, key = open_uri(job.source)
+    info = fs.get_file_info(key)
+    if info.type != pafs.FileType.File:
+        raise InputError(f"{job.source}: no longer in object storage")
+    fetch_object(fs, info, local)
+    if job.listed is not None and tuple(identity(local)) != tuple(job.listed):
+        raise InputError(f"{job.source} changed in object storage while the run was going (size or modification time)")
+    return local
+
+
+def fetched(job):
+    """The job, its input fetched into the stage here when it was only listed (a lazy stage: the driver of
+    Ray actors that take whole parts through object storage reads no input)."""
+    if job.listed is not None:
+        fetch_input(job, job.input)
+    return job

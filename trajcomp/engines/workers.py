@@ -39,7 +39,7 @@ from ..core.config import CompressionConfig, ConfigError
 from ..core.tokens import TokenCounter
 from ..summarizers import make_summarizer
 from .batch_answers import BatchAnswered
-from .part_work import SHARED, Asks, perform
+from .part_work import Asks, perform
 from .summary_cache import CachedSummarizer, open_cache
 from .together import Together
 
@@ -223,9 +223,9 @@ class WorkerPool(Asks):
         threading.Thread(target=_collect, args=(results_in, proc, loop, arrived), daemon=True,
                          name=f"trajcomp-worker-{index}-results").start()
 
-    async def reads(self, paths: list[Path], work: Path, store: Any = None) -> str | None:
+    async def reads(self, paths: list[Path], work: Path) -> bool:
         """The workers read `paths` and write into `work` themselves: on this machine, always."""
-        return SHARED
+        return True
 
     async def _ask(self, work: Any) -> Any:
         if self._broken is not None:
