@@ -244,3 +244,28 @@ def test_a_run_killed_on_one_machine_resumes_on_another_from_object_storage(s3, 
     assert report["summarization"]["http_requests"] == needed - paid
     home = f"bucket/moving{workers}"
     assert keys(fs, home) == [f"{home}/data.jsonl", f"{home}/out.jsonl", f"{home}/out_metrics.json"]  # no work folder
+
+
+def test_an_input_fetched_after_it_changed_in_the_store_is_refused(s3, tmp_path, monkeypatch):
+    """A lazy stage lists an input (its size and time go into the run's fingerprint); whoever fetches it
+    later (a Ray actor, or the driver when the rows come through it) gets exactly that object, or an
+    InputError naming the URI: never other rows under the fingerprint of these."""
+    from trajcomp.engines.paths import FileJob
+    from trajcomp.engines.remote import fetch_input, fetched, stage
+    from trajcomp.formats.base import InputError
+
+    fs, env = s3
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("TRAJCOMP_STAGE_DIR", str(tmp_path / "stage"))
+    put(fs, "bucket/lazy/data.jsonl", b'{"id": 1}\n')
+    staged = stage(["s3://bucket/lazy/data.jsonl"], str(tmp_path / "out.jsonl"), lazy=True)
+    (local,) = staged.inputs
+    assert not Path(local).exists() and list(staged.listed) == [local]  # listed, not fetched
+    job = FileJob(Path(local), tmp_path / "out.jsonl", "data.jsonl", "s3://bucket/lazy/data.jsonl",
+                  listed=staged.listed[local])
+    assert fetched(job).input.read_bytes() == b'{"id": 1}\n'
+    time.sleep(1.1)  # a later modification time, to the store's precision
+    put(fs, "bucket/lazy/data.jsonl", b'{"id": 2}\n')
+    with pytest.raises(InputError, match="s3://bucket/lazy/data.jsonl changed in object storage"):
+        fetch_input(job, tmp_path / "elsewhere" / "data.jsonl")

@@ -64,7 +64,8 @@ def _driver_env(s3_env: dict, hidden: Path) -> dict:  # noqa: F811
 def test_actors_take_whole_parts_through_the_store_and_the_driver_holds_no_part(s3, hidden, cluster, tmp_path,  # noqa: F811
                                                                                monkeypatch):
     """A JSON Lines file with rejects and its gzip copy (unpacked by an actor into the store), 2 records a
-    part: the bytes of one process; the driver parsed no row and put only checkpoints in the store."""
+    part: the bytes of one process; the driver fetched no input, parsed no row and put only checkpoints
+    in the store."""
     fs, env = s3
     data = tmp_path / "data"
     data.mkdir()
@@ -104,7 +105,7 @@ def test_actors_take_whole_parts_through_the_store_and_the_driver_holds_no_part(
 
 @pytest.mark.parametrize("damage", [truncate, overwrite, "delete"])
 def test_a_driver_killed_then_a_part_damaged_in_the_store_resumes_to_the_same_bytes(s3, hidden, cluster, tmp_path,  # noqa: F811
-                                                                                  damage):
+                                                                                  damage, monkeypatch):
     """SIGKILL after 2 parts, then a committed part torn, overwritten or deleted in the store (its
     checkpoint kept): the same command warns naming it, computes it again and writes the bytes of an
     uninterrupted run."""
@@ -117,7 +118,8 @@ def test_a_driver_killed_then_a_part_damaged_in_the_store_resumes_to_the_same_by
     with ServerThread(latency=0.15) as server:
         ref = tmp_path / "ref" / "out.jsonl"
         assert run_cli(*resume_args(src, ref, tok, server.base_url, "--no-cache")).code == 0
-        argv = resume_args(f"s3://{home}/data.jsonl", f"s3://{home}/out.jsonl", tok, server.base_url, *ray_flags)
+        argv = resume_args(f"s3://{home}/data.jsonl", f"s3://{home}/out.jsonl", tok, server.base_url, *ray_flags,
+                           "--html")  # the page of rows then reads (fetches) the input and output
         driver_env = {**os.environ, **_driver_env(env, hidden)}
         proc = subprocess.Popen([sys.executable, "-m", "trajcomp.cli", *argv], cwd=ROOT, env=driver_env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -130,7 +132,8 @@ def test_a_driver_killed_then_a_part_damaged_in_the_store_resumes_to_the_same_by
         proc.wait()
         here = [p.name for p in (hidden / "stage").rglob("file-00000/*")]
         assert here and all(name.endswith(".done.json") for name in here)  # the driver holds no part
-        assert not list((hidden / "stage" / "inputs").rglob("data.jsonl"))  # nor the input
+        monkeypatch.setenv("TRAJCOMP_STAGE_DIR", str(hidden / "stage"))
+        assert not remote.input_stage(f"s3://{home}/data.jsonl").exists()  # nor the input
         time.sleep(2)  # Ray ends a dead driver's actors
         thaw(server)
         (part,) = [k for k in keys(fs, home) if k.endswith("/file-00000/part-000001.jsonl")]
@@ -148,7 +151,8 @@ def test_a_driver_killed_then_a_part_damaged_in_the_store_resumes_to_the_same_by
     assert get(fs, f"{home}/out.jsonl") == ref.read_bytes()
     report = json.loads(get(fs, f"{home}/out_metrics.json"))
     assert report["processing"]["resumed"] is True
-    assert keys(fs, home) == [f"{home}/data.jsonl", f"{home}/out.jsonl", f"{home}/out_metrics.json"]  # no work folder
+    assert keys(fs, home) == [f"{home}/{name}" for name in ("data.jsonl", "out.jsonl", "out_metrics.html",
+                                                            "out_metrics.json", "out_rows.html")]  # no work folder
 
 
 def test_a_node_that_can_read_neither_gets_the_rows_from_the_driver(s3, hidden, nodes, tmp_path):  # noqa: F811
@@ -161,10 +165,11 @@ def test_a_node_that_can_read_neither_gets_the_rows_from_the_driver(s3, hidden, 
     hide = ("unshare", "-m", "sh", "-c", f'mount -t tmpfs none "{hidden}" && exec "$0" "$@"')
     with ray_cluster.another_node(nodes, within=hide):  # this process's environment: no AWS_* variables
         result = run_cli("compress", "s3://bucket/neither/a.jsonl", "-c", str(CONFIG), "-o", "s3://bucket/neither/out.jsonl",
-                         "--json", "--engine", "ray", "--ray-address", nodes.address, "--ray-concurrency", "3",
+                         "--json", "--html", "--engine", "ray", "--ray-address", nodes.address, "--ray-concurrency", "3",
                          "--checkpoint-rows", "2", env=_driver_env(env, hidden), timeout=240)
     assert result.code == 0, result.stderr
     assert json.loads(result.stdout)["processing"]["ray_nodes"] == 3
     (warning,) = [line for line in result.stderr.splitlines() if "warning" in line]
     assert "cannot read" in warning and "nor s3://bucket/neither/" in warning
     assert get(fs, "bucket/neither/out.jsonl") == (tmp_path / "a_out.jsonl").read_bytes()
+    assert "bucket/neither/out_rows.html" in keys(fs, "bucket/neither")  # its rows read here, the input fetched

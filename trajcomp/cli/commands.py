@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import sys
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Optional
@@ -249,6 +250,7 @@ def _finish(report, layout, quiet: bool, as_json: bool, html, retry: str, staged
 def _pages(report, layout, page: Path, counter, cfg) -> list[Path]:
     """The report's page and, beside it, the page of some of its rows (linked from it); the rows' page
     is left out, with a warning, when its rows cannot be read or paired: the run itself is done."""
+    from ..engines.remote import fetched, fetched_output
     from ..formats.base import InputError
     from ..reports.markup import write_page
     from ..reports.page import report_page
@@ -257,10 +259,13 @@ def _pages(report, layout, page: Path, counter, cfg) -> list[Path]:
     from ..reports.rows_page import rows_page
 
     rows = rows_page_path(layout.report)
-    try:
-        files = [([job.input], job.output) for job in layout.files if job.output.exists()]
-        shown = run_views(files, counter, Run(cfg, report, layout.report))
-        write_page(rows, rows_page(shown, f"rows of {', '.join(o.name for _, o in files)}", ROWS_NOTE))
+    try:  # inputs only listed, outputs Ray actors put straight into object storage: fetched for the page
+        with tempfile.TemporaryDirectory(dir=layout.report.parent) as fetched_here:
+            files = [([fetched(job).input], fetched_output(job, Path(fetched_here) / str(i)))
+                     for i, job in enumerate(layout.files)]
+            files = [(inputs, output) for inputs, output in files if output.exists()]
+            shown = run_views(files, counter, Run(cfg, report, layout.report))
+            write_page(rows, rows_page(shown, f"rows of {', '.join(o.name for _, o in files)}", ROWS_NOTE))
     except (InputError, PairingError, OSError) as exc:
         typer.echo(f"trajcomp: warning: no page of rows: {exc}", err=True)
         rows = None

@@ -33,12 +33,16 @@ class Store:
     work: Path
     mirror: str
 
+    def uri(self, path: Path) -> str:
+        """The URI of the copy of `path`, a file of the driver's work folder."""
+        return f"{self.mirror.rstrip('/')}/{path.relative_to(self.work).as_posix()}"
+
 
 def reachable(store: Store) -> str | None:
     """Why this process cannot read the store's copy of the work folder (its run.json); None when it can."""
     try:
         fs, root = open_uri(store.mirror)
-        with fs.open_input_stream(f"{root.rstrip('/')}/run.json", compression=None) as f:
+        with fs.open_input_stream(open_uri(store.uri(store.work / "run.json"))[1], compression=None) as f:
             f.read()
     except Exception as exc:  # noqa: BLE001 (pyarrow's errors, a ConfigError: each a reason to say)
         return f"{store.mirror} ({' '.join(str(exc).split())[:200]})"
@@ -84,10 +88,10 @@ class ThroughStore:
     def _join(self, task: JoinTask, store: Store) -> tuple[int, str] | None:
         """The file's parts fetched from the store, checked and joined here; the output put at its URI."""
         folder = WorkDir(self.work, {}).part(task.file_index, 0, "").parent
-        fs, root = open_uri(store.mirror)
+        fs, copies = open_uri(store.uri(store.work / folder.name))
         shutil.rmtree(folder, ignore_errors=True)  # only the store's copies count
         try:
-            for info in fs.get_file_info(pafs.FileSelector(f"{root.rstrip('/')}/{folder.name}", allow_not_found=True)):
+            for info in fs.get_file_info(pafs.FileSelector(copies, allow_not_found=True)):
                 name = info.path.rsplit("/", 1)[-1]
                 if info.type == pafs.FileType.File and name.startswith("part-"):
                     fetch_object(fs, info, folder / name)
@@ -111,7 +115,7 @@ class ThroughStore:
         or a compressed input's plain copy from the store's work folder."""
         if not job.input.is_relative_to(store.work):
             return fetch_input(job, input_stage(job.source))
-        fs, key = open_uri(f"{store.mirror.rstrip('/')}/{job.input.relative_to(store.work).as_posix()}")
+        fs, key = open_uri(store.uri(job.input))
         info = fs.get_file_info(key)
         if info.type != pafs.FileType.File:
             raise FileNotFoundError(f"{key}: not in object storage")
@@ -123,9 +127,9 @@ class ThroughStore:
 
     def _put(self, store: Store, files: list[Path]) -> None:
         """Files written here put at their places in the store's copy of the work folder, then removed here."""
-        fs, root = open_uri(store.mirror)
         for path in files:
-            put_file(fs, path, f"{root.rstrip('/')}/{path.relative_to(self.work).as_posix()}")
+            fs, key = open_uri(store.uri(store.work / path.relative_to(self.work)))
+            put_file(fs, path, key)
             path.unlink()
 
     def close(self) -> None:

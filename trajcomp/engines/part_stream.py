@@ -78,7 +78,7 @@ class PartStream:
         try:
             async with aclosing(ordered_map(_after(ahead, tasks), self._perform, in_flight, in_flight)) as done:
                 async for part in done:
-                    self._commit(part)
+                    await self._commit(part)
                     committed[part.file_index] = part.index + 1
                     for index in [i for i in unjoined if i < part.file_index or committed.get(i, 0) == self._parts.get(i)]:
                         damaged += await self._join(index, unjoined.pop(index))
@@ -93,18 +93,21 @@ class PartStream:
             raise task.error
         return await self.pool.compress_part(task)
 
-    def _commit(self, part: PartDone) -> None:
+    async def _commit(self, part: PartDone) -> None:
         for failed, error in part.summaries:
             self.failures.step(failed, error, part.file_index, part.index)
         if part.checkpoint is None:  # stopped early: its streak has stopped the run above
             raise RuntimeError(f"part {part.index} of file {part.file_index} stopped without a reason")
-        self.work.commit_part(part.file_index, part.index, part.checkpoint)
+        # Off the event loop, which meanwhile takes the workers' answers and sends them parts: with a
+        # copy of the work folder in object storage, a checkpoint's upload takes milliseconds.
+        await asyncio.to_thread(self.work.commit_part, part.file_index, part.index, part.checkpoint)
         self.progress.advance(part.shown)
 
     async def _join(self, index: int, job: FileJob) -> list[tuple[int, FileJob]]:
         """The file joined by a worker (part_work.join_file); the file back, to be redone, when a part was damaged."""
         damaged = await self.pool.join_file(JoinTask(self.work.path, index, job.absolute()))
-        self.work.drop(self.work.plain_input(index))
+        if not format_for(job.input).splits:  # its plain copy, here or in the store
+            self.work.drop(self.work.plain_input(index))
         if damaged is not None:
             self.undo(index, *damaged)
             return [(index, job)]
@@ -147,8 +150,9 @@ class PartStream:
             task.cancel()
         await asyncio.gather(*self._finding.values(), return_exceptions=True)
         self._finding.clear()
-        for index, _ in files:
-            self.work.drop(self.work.plain_input(index))
+        for index, job in files:
+            if not format_for(job.input).splits:
+                self.work.drop(self.work.plain_input(index))
 
 
 async def _after(first: list, rest: AsyncIterator) -> AsyncIterator:

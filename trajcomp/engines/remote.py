@@ -295,6 +295,16 @@ def fetch_input(job, local: Path) -> Path:
     return local
 
 
+def fetched_output(job, into: Path) -> Path:
+    """The job's output: here, or, when Ray actors put it straight into object storage, fetched into `into`."""
+    if job.output.exists() or job.dest is None:
+        return job.output
+    try:
+        return _mirror(job.dest, into, None)
+    except ConfigError as exc:  # not there: the page goes without it
+        raise FileNotFoundError(str(exc)) from None
+
+
 def fetched(job):
     """The job, its input fetched into the stage here when it was only listed (a lazy stage: the driver of
     Ray actors that take whole parts through object storage reads no input)."""
