@@ -187,7 +187,7 @@ async def _acount_window(counter, per_row: list[list[str]], window: int) -> None
 # ---------------------------------------------------------------- whole runs (subprocesses)
 
 
-def trajcomp_args(s: Setup, src: Path, out: Path, target: int, *extra: str) -> list[str]:
+def trajcomp_args(s: Setup, src: Path | str, out: Path | str, target: int, *extra: str) -> list[str]:
     return [
         sys.executable, "-m", "trajcomp.cli", "compress", str(src), "-o", str(out), "--tokenizer", str(s.tokenizer),
         "--target-max-tokens", str(target), "--summary-target-tokens", str(s.args.summary_target),
@@ -465,40 +465,72 @@ def ray_driver(s: Setup) -> list[Figure]:
     name = "Ray driver: {}, 2 nodes × 1 CPU, 2 actors, CPU per row"
     if not bench_ray.available():
         return [Figure(name.format("not measured"), "-", note="Ray is not installed (pip install -e '.[ray]')")]
-    part_rows = max(1, len(s.rows) // 6)
-    figures = []
     with bench_ray.two_nodes(_env()) as cluster:
-        for case, target, latency in split_cases(s):
-            def run(src: Path, part_rows: int) -> bench_ray.RayRun:
-                with tempfile.TemporaryDirectory(dir=s.work) as tmp:
-                    server_reset(s, latency)
-                    flags = ("--engine", "ray", "--ray-address", cluster.address, "--ray-concurrency", "2",
-                             "--checkpoint-rows", str(part_rows))
-                    cli = trajcomp_args(s, src, Path(tmp) / "out.jsonl", target, *flags)[3:]
-                    return bench_ray.measure(cluster, cli, ROOT, _env(), Path(tmp), (s.server_pid,))
+        return ray_figures(s, name, cluster, _env(), lambda src, tmp: (src, tmp / "out.jsonl"))
 
-            fixed, full = repeat(s.args.repeats, lambda: run(two_rows(s), 1), lambda: run(s.data, part_rows))
-            driver, actors, rest = (per_row_ms(s, fixed, full, lambda r: getattr(r, k)) for k in ("driver", "actors", "rest"))
-            feeds = actors / driver if driver > 0 else float("inf")
-            load = CLUSTER_CORES / feeds  # cores of the driver's CPU that actors on every core of the cluster ask for
-            projected = f"keep the driver {load:.0%} busy" if load <= 1 else f"ask {load:.0f} cores of the driver, which has one"
-            figures.append(Figure(
-                name.format(case), f"driver {driver:.3f} ms; actors {actors:.2f} ms", "the actors' CPU per row", feeds,
-                ">= 100 (actors one driver could feed)", feeds >= 100, others=others([r.m for r in fixed + full]),
-                note=f"{len(s.rows)} rows, {part_rows} a part; the driver's CPU while Runner._run_files ran (ray.init, "
-                     f"the actors' start-up, the report left out), the actors' processes' from /proc every 0.2 s, a "
-                     f"two-row run's subtracted; Ray's own processes {rest:.2f} ms a row; projection, not measured: "
-                     f"on {CLUSTER}, actors busy on every core would {projected}; it could feed {feeds:.0f} "
-                     f"actors' cores",
-            ))
+
+def ray_store(s: Setup) -> list[Figure]:
+    """ray_driver's figures with the input and the output in object storage (SeaweedFS on this machine)
+    and nodes that do not see the driver's folder (bench_ray.through_store): the actors fetch the input,
+    put their parts and join the output in the store; the driver reads no input and commits checkpoints."""
+    name = "Ray driver through object storage: {}, 2 nodes × 1 CPU, 2 actors, CPU per row"
+    if (why := bench_ray.store_missing()) is not None:
+        return [Figure(name.format("not measured"), "-", note=why)]
+    with bench_ray.through_store(_env(), s.work) as store:
+        uris = {path: store.upload(path) for path in (two_rows(s), s.data)}
+        figures = ray_figures(
+            s, name, store.cluster, store.env, lambda src, tmp: (uris[src], f"s3://bucket/runs/{tmp.name}/out.jsonl"),
+            store=store.server.pid,
+            left_out="the input's listing, ray.init, the actors' start-up, the probe of the store, the rejects' "
+                     "fetch, the report and the uploads after",
+            about="input and output in SeaweedFS on this machine, nodes that do not see the driver's folder: each "
+                  "node's actors fetch the input once (later runs find it in the node's stage), put their parts "
+                  "and join the output in the store, the driver pushes the checkpoints",
+        )
+        if fetched := store.driver_fetched():  # it read the rows: not the figure of this mode
+            raise RuntimeError(f"the driver fetched {fetched[0]}: the actors did not take the parts through the store")
     return figures
 
 
-CLUSTER, CLUSTER_CORES = "a cluster of 8 nodes × 32 cores", 8 * 32  # ray_driver's projection
+def ray_figures(s: Setup, name: str, cluster, env: dict, paths: Callable[[Path, Path], tuple], store: int | None = None,
+                left_out: str = "ray.init, the actors' start-up, the report", about: str = "") -> list[Figure]:
+    """ray_driver's and ray_store's figures, a run's input and -o given by `paths(data file, scratch folder)`,
+    on `cluster`, the driver in `env`; `store`: the object store's server process, its CPU in the note."""
+    part_rows = max(1, len(s.rows) // 6)
+    figures = []
+    for case, target, latency in split_cases(s):
+        def run(src: Path, part_rows: int) -> bench_ray.RayRun:
+            with tempfile.TemporaryDirectory(dir=s.work) as tmp:
+                server_reset(s, latency)
+                flags = ("--engine", "ray", "--ray-address", cluster.address, "--ray-concurrency", "2",
+                         "--checkpoint-rows", str(part_rows))
+                cli = trajcomp_args(s, *paths(src, Path(tmp)), target, *flags)[3:]
+                return bench_ray.measure(cluster, cli, ROOT, env, Path(tmp), (s.server_pid,), store)
+
+        fixed, full = repeat(s.args.repeats, lambda: run(two_rows(s), 1), lambda: run(s.data, part_rows))
+        driver, actors, rest, stored = (per_row_ms(s, fixed, full, lambda r: getattr(r, k))
+                                        for k in ("driver", "actors", "rest", "store"))
+        feeds = actors / driver if driver > 0 else float("inf")
+        load = CLUSTER_CORES / feeds  # cores of the driver's CPU that actors on every core of the cluster ask for
+        projected = f"keep the driver {load:.0%} busy" if load <= 1 else f"ask {load:.0f} cores of the driver, which has one"
+        where = f"{about}; " if about else ""
+        store_cpu = "" if store is None else f", the store's server (weed) {stored:.2f} ms"
+        figures.append(Figure(
+            name.format(case), f"driver {driver:.3f} ms; actors {actors:.2f} ms", "the actors' CPU per row", feeds,
+            ">= 100 (actors one driver could feed)", feeds >= 100, others=others([r.m for r in fixed + full]),
+            note=f"{len(s.rows)} rows, {part_rows} a part; {where}the driver's CPU while Runner._run_files ran "
+                 f"({left_out} left out), the actors' processes' from /proc every 0.2 s, a two-row run's subtracted; "
+                 f"Ray's own processes {rest:.2f} ms a row{store_cpu}; projection, not measured: on {CLUSTER}, actors "
+                 f"busy on every core would {projected}; it could feed {feeds:.0f} actors' cores",
+        ))
+    return figures
+
+
+CLUSTER, CLUSTER_CORES = "a cluster of 8 nodes × 32 cores", 8 * 32  # ray_figures' projection
 
 
 def split_cases(s: Setup) -> tuple[tuple[str, int, float | None], ...]:
-    """coordinator's and ray_driver's two runs (name, target, latency): pass-through and summarizer-bound."""
+    """coordinator's and ray_figures' two runs (name, target, latency): pass-through and summarizer-bound."""
     return (
         ("pass-through (JSONL)", percentile(s.counts, 0.9), None),
         (f"openai, L={s.args.latency:g} s, C={s.args.concurrency}", s.args.bound_target, s.args.latency),
@@ -657,9 +689,9 @@ def write_doc(path: Path, sections: list[tuple[dict, list[Figure], dict]], comma
 # ---------------------------------------------------------------- main
 
 
-MEASURES = (counting, pass_through, summarizer_bound, chat_template, workers, coordinator, ray_driver, memory)
+MEASURES = (counting, pass_through, summarizer_bound, chat_template, workers, coordinator, ray_driver, ray_store, memory)
 # Not in --quick's full run (tests/test_bench.py, CI), unless asked for with --only: a Ray cluster's start alone takes ~20 s.
-NOT_QUICK = (ray_driver,)
+NOT_QUICK = (ray_driver, ray_store)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

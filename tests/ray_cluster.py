@@ -93,6 +93,19 @@ def another_node(cluster: Cluster, within: tuple[str, ...] = ()) -> Iterator[sub
         _stop([node])
 
 
+def hiding(folder: Path) -> tuple[str, ...]:
+    """A `within` for a node that does not see `folder`, as another machine would not: its `ray start` in
+    a mount namespace of its own with an empty tmpfs over the folder (`cannot_hide` says whether it works)."""
+    return ("unshare", "-m", "sh", "-c", f'mount -t tmpfs none "{folder}" && exec "$0" "$@"')
+
+
+def cannot_hide() -> str | None:
+    """Why `hiding` cannot work here; None when it can."""
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
+        return "no mount namespaces here (unshare -m needs root): a node cannot be given its own files"
+    return None
+
+
 def _start(log: Path, env: dict, *flags: str, within: tuple[str, ...] = ()) -> subprocess.Popen:
     """A Ray node in the foreground (--block), in a session of its own, so that stopping it stops just this node."""
     ray_bin = Path(sys.executable).with_name("ray")

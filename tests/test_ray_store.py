@@ -25,7 +25,8 @@ import ray_cluster
 from conftest import ROOT, SAMPLES, read_jsonl, run_cli, write_jsonl
 from openai_server import ServerThread
 from test_checked_parts import overwrite, truncate
-from test_object_storage import get, keys, put, rows_with_rejects, s3  # noqa: F401 (a fixture)
+from s3_server import get, keys, put
+from test_object_storage import rows_with_rejects, s3  # noqa: F401 (a fixture)
 from test_resume import args as resume_args, freeze, hermes_row, thaw
 from trajcomp.cli.commands import main
 from trajcomp.engines import remote
@@ -37,8 +38,8 @@ CONFIG = ROOT / "configs" / "demo.yaml"
 @pytest.fixture(scope="module")
 def hidden(tmp_path_factory) -> Path:
     """The driver's folder: its stage (TRAJCOMP_STAGE_DIR), where its work folder is too; no node sees it."""
-    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
-        pytest.skip("no mount namespaces here (unshare -m needs root): a node cannot be given its own files")
+    if (why := ray_cluster.cannot_hide()) is not None:
+        pytest.skip(why)
     return tmp_path_factory.mktemp("driver")
 
 
@@ -46,9 +47,8 @@ def hidden(tmp_path_factory) -> Path:
 def nodes(s3, hidden) -> ray_cluster.Cluster:  # noqa: F811 (the fixture)
     """Two nodes, each with the store's endpoint and credentials and a stage of its own, neither seeing `hidden`."""
     _, env = s3
-    hide = ("unshare", "-m", "sh", "-c", f'mount -t tmpfs none "{hidden}" && exec "$0" "$@"')
     nodes_env = {**os.environ, **env, "TRAJCOMP_STAGE_DIR": str(hidden / "node-stage")}
-    with ray_cluster.two_nodes(nodes_env, within=hide) as nodes:
+    with ray_cluster.two_nodes(nodes_env, within=ray_cluster.hiding(hidden)) as nodes:
         yield nodes
 
 
@@ -162,8 +162,7 @@ def test_a_node_that_can_read_neither_gets_the_rows_from_the_driver(s3, hidden, 
     src = write_jsonl(tmp_path / "a.jsonl", rows_with_rejects())
     put(fs, "bucket/neither/a.jsonl", src.read_bytes())
     assert run_cli("compress", str(src), "-c", str(CONFIG), "-o", str(tmp_path / "a_out.jsonl"), "-q").code == 0
-    hide = ("unshare", "-m", "sh", "-c", f'mount -t tmpfs none "{hidden}" && exec "$0" "$@"')
-    with ray_cluster.another_node(nodes, within=hide):  # this process's environment: no AWS_* variables
+    with ray_cluster.another_node(nodes, within=ray_cluster.hiding(hidden)):  # this process's environment: no AWS_* variables
         result = run_cli("compress", "s3://bucket/neither/a.jsonl", "-c", str(CONFIG), "-o", "s3://bucket/neither/out.jsonl",
                          "--json", "--html", "--engine", "ray", "--ray-address", nodes.address, "--ray-concurrency", "3",
                          "--checkpoint-rows", "2", env=_driver_env(env, hidden), timeout=240)
