@@ -24,8 +24,8 @@ import pytest
 import ray_cluster
 from conftest import ROOT, SAMPLES, read_jsonl, run_cli, write_jsonl
 from openai_server import ServerThread
-from test_checked_parts import overwrite, truncate
 from s3_server import get, keys, put
+from test_checked_parts import overwrite, truncate
 from test_object_storage import rows_with_rejects, s3  # noqa: F401 (a fixture)
 from test_resume import args as resume_args, freeze, hermes_row, thaw
 from trajcomp.cli.commands import main
