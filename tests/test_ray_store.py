@@ -64,7 +64,7 @@ def _driver_env(s3_env: dict, hidden: Path) -> dict:  # noqa: F811
 def test_actors_take_whole_parts_through_the_store_and_the_driver_holds_no_part(s3, hidden, cluster, tmp_path,  # noqa: F811
                                                                                monkeypatch):
     """A JSON Lines file with rejects and its gzip copy (unpacked by an actor into the store), 2 records a
-    part: the bytes of one process; the driver fetched no input, parsed no row and put only checkpoints
+    part, 80% sampled: the bytes of one process; the driver fetched no input, parsed no row and put only checkpoints
     in the store."""
     fs, env = s3
     data = tmp_path / "data"
@@ -74,7 +74,7 @@ def test_actors_take_whole_parts_through_the_store_and_the_driver_holds_no_part(
     for name in ("a.jsonl", "b.jsonl.gz"):
         put(fs, f"bucket/through/in/{name}", (data / name).read_bytes())
     local = run_cli("compress", str(data), "-c", str(CONFIG), "-o", str(tmp_path / "out"), "-q", "--no-cache",
-                    "--checkpoint-rows", "2")
+                    "--checkpoint-rows", "2", "--sample-percent", "80", "--seed", "3")
     assert local.code == 0, local.stderr
     for name, value in _driver_env(env, hidden).items():
         monkeypatch.setenv(name, value)
@@ -84,7 +84,8 @@ def test_actors_take_whole_parts_through_the_store_and_the_driver_holds_no_part(
     monkeypatch.setattr(remote.WorkMirror, "push", lambda self, root, files: pushed.extend(files) or push(self, root, files))
     with pytest.raises(SystemExit) as exit:
         main(["compress", "s3://bucket/through/in", "-c", str(CONFIG), "-o", "s3://bucket/through/out", "-q",
-              "--no-cache", "--engine", "ray", "--ray-address", cluster, "--checkpoint-rows", "2"])
+              "--no-cache", "--engine", "ray", "--ray-address", cluster, "--checkpoint-rows", "2",
+              "--sample-percent", "80", "--seed", "3"])  # the same rows taken
     assert exit.value.code == 0
     assert parsed == []  # the actors read every row
     staged = remote.input_stage("s3://bucket/through/in").parent

@@ -5,6 +5,9 @@ time changed, so a rerun resumes), the run reads and writes local files as every
 what it wrote (rows, report, rejects, page) is uploaded once it has finished, each object under a
 hidden name and then moved into place, so a reader never sees half of one. The work folder of a
 remote output is copied beside it as it grows (WorkMirror), so another machine can resume the run.
+For Ray actors that may take whole parts through the store (part_store.py), the stage is lazy: the
+inputs they would take are only listed, and whoever reads one fetches it (`fetch_input`), checked
+against the listing.
 Credentials and the endpoint come from the environment only (AWS_ACCESS_KEY_ID, AWS_ENDPOINT_URL, ...).
 """
 
@@ -251,8 +254,8 @@ def _mirror(uri: str, into: Path, listed: dict | None) -> Path:
 def _take(fs, info, local: Path, listed: dict | None) -> None:
     """The object fetched; in a lazy stage (`listed`), a file that workers take whole only listed (a
     copy here that is not the object's removed: nothing may read it in the object's place)."""
-    whole = split_suffix(local)[1] in INPUT_SUFFIXES and (format_for(local).splits or format_for(local).unpacks)
-    if listed is None or not whole:
+    reader = format_for(local) if split_suffix(local)[1] in INPUT_SUFFIXES else None
+    if listed is None or reader is None or not (reader.splits or reader.unpacks):
         fetch_object(fs, info, local)
         return
     listed[str(local)] = (info.size, info.mtime_ns)
