@@ -104,15 +104,17 @@ def test_actors_take_whole_parts_through_the_store_and_the_driver_holds_no_part(
     assert report["rows"] == json.loads((tmp_path / "out" / "compression_metrics.json").read_text())["rows"]
 
 
-@pytest.mark.parametrize("damage", [truncate, overwrite, "delete"])
+@pytest.mark.parametrize("damage", [truncate, overwrite, "delete", "checkpoint_lost", "rejects_truncated"])
 def test_a_driver_killed_then_a_part_damaged_in_the_store_resumes_to_the_same_bytes(s3, hidden, cluster, tmp_path,  # noqa: F811
                                                                                   damage, monkeypatch):
     """SIGKILL after 2 parts, then a committed part torn, overwritten or deleted in the store (its
-    checkpoint kept): the same command warns naming it, computes it again and writes the bytes of an
-    uninterrupted run."""
+    checkpoint kept), its checkpoint lost on its way there (the driver's copy kept), or its rejects
+    torn (fetched by the driver, found damaged; the part's new copy must not be replaced by it): the
+    same command warns naming it, computes it again and writes the bytes of an uninterrupted run."""
     fs, env = s3
     home = f"bucket/killed-{getattr(damage, '__name__', damage)}"
-    src = write_jsonl(tmp_path / "data.jsonl", [hermes_row(i) for i in range(18)])
+    rows = [hermes_row(i) for i in range(18)]
+    src = write_jsonl(tmp_path / "data.jsonl", [*rows[:4], "{not json", *rows[4:]])  # part 1 rejects a line
     put(fs, f"{home}/data.jsonl", src.read_bytes())
     tok = SAMPLES / "demo_tokenizer"
     ray_flags = ("--no-cache", "--engine", "ray", "--ray-address", cluster)
@@ -138,22 +140,32 @@ def test_a_driver_killed_then_a_part_damaged_in_the_store_resumes_to_the_same_by
         time.sleep(2)  # Ray ends a dead driver's actors
         thaw(server)
         (part,) = [k for k in keys(fs, home) if k.endswith("/file-00000/part-000001.jsonl")]
+        spoil = truncate if damage == "rejects_truncated" else damage
+        if damage == "rejects_truncated":
+            part = part.removesuffix(".jsonl") + ".rejects.jsonl"
         if damage == "delete":
             fs.delete_file(part)
+        elif damage == "checkpoint_lost":
+            fs.delete_file(part.removesuffix(".jsonl") + ".done.json")
         else:
             local = tmp_path / "part"
             local.write_bytes(get(fs, part))
-            damage(local)
+            spoil(local)
             put(fs, part, local.read_bytes())
         again = run_cli(*argv, env=_driver_env(env, hidden), timeout=240)
     assert again.code == 0, again.stderr
     (warning,) = [line for line in again.stderr.splitlines() if "warning" in line]
-    assert f"s3://{home}/" in warning and "part-000001.jsonl" in warning
+    assert "part-000001." in warning
+    # Named in the store where an actor found it; a rejects part the driver fetched, as its copy here.
+    assert f"s3://{home}/" in warning or damage == "rejects_truncated"
     assert get(fs, f"{home}/out.jsonl") == ref.read_bytes()
     report = json.loads(get(fs, f"{home}/out_metrics.json"))
     assert report["processing"]["resumed"] is True
+    assert get(fs, f"{home}/out_rejects.jsonl").replace(f"s3://{home}/".encode(), b"") == \
+        (ref.parent / "out_rejects.jsonl").read_bytes().replace(f"{src.parent}/".encode(), b"")
     assert keys(fs, home) == [f"{home}/{name}" for name in ("data.jsonl", "out.jsonl", "out_metrics.html",
-                                                            "out_metrics.json", "out_rows.html")]  # no work folder
+                                                            "out_metrics.json", "out_rejects.jsonl",
+                                                            "out_rows.html")]  # no work folder
 
 
 def test_a_node_that_can_read_neither_gets_the_rows_from_the_driver(s3, hidden, nodes, tmp_path):  # noqa: F811

@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 from ..core.config import ConfigError
 from ..formats.base import write_json
-from .manifest import FILES, damage, describe
+from .manifest import FILES, damage, describe, digest
 
 
 class ResumeMismatch(ConfigError):
@@ -28,6 +28,7 @@ class WorkDir:
         self.path = path
         self.fingerprint = fingerprint
         self.mirror = mirror  # remote.WorkMirror: a copy in object storage, for a resume on another machine
+        self.parts_in_mirror = False  # Ray actors put the parts' files there (part_store.py): push only checkpoints
         self.resumed = False
         self._lock = None
 
@@ -111,6 +112,10 @@ class WorkDir:
         """How many parts of the file are finished (checked at the resume: none of them is damaged)."""
         return self._written(file_index)
 
+    def committed(self, file_index: int) -> list[str]:
+        """The sha256 of each finished part's checkpoint, in order: what a join elsewhere must find."""
+        return [digest(self.part(file_index, index, ".done.json")) for index in range(self._written(file_index))]
+
     def _written(self, file_index: int) -> int:
         """How many checkpoints of the file are there in a row, from the first (readable or not)."""
         index = 0
@@ -129,13 +134,12 @@ class WorkDir:
         """A described checkpoint written: from now on the part counts."""
         done = self.part(file_index, part_index, ".done.json")
         write_json(done, checkpoint)
-        # The checkpoint last; the part's files are in the mirror already when Ray actors put them there.
-        written = [done.parent / name for name in sorted(checkpoint[FILES])]
-        self._push([*(path for path in written if path.exists()), done])
+        written = [] if self.parts_in_mirror else [done.parent / name for name in sorted(checkpoint[FILES])]
+        self._push([*written, done])  # the checkpoint last
 
     def fetch_missing(self, file_index: int, suffix: str) -> None:
         """The finished parts' files ending with `suffix` that are only in the mirror (Ray actors put
-        them there, part_store.py) copied here, to be checked and read."""
+        them there, part_store.py; or a run in another mode) copied here, to be checked and read."""
         if self.mirror is None:
             return
         wanted = [self.part(file_index, index, "").with_name(name)
@@ -156,9 +160,12 @@ class WorkDir:
     def undo_parts(self, file_index: int, first: int) -> None:
         """Forget finished parts from `first` on (latest first, so no gap ever hides a later one)."""
         for index in range(self._written(file_index) - 1, first - 1, -1):  # damaged checkpoints too
-            self.part(file_index, index, ".done.json").unlink(missing_ok=True)
+            done = self.part(file_index, index, ".done.json")
+            done.unlink(missing_ok=True)
             if self.mirror is not None:
-                self.mirror.delete(self.path, [self.part(file_index, index, ".done.json")])
+                self.mirror.delete(self.path, [done])
+            for stale in done.parent.glob(f"{done.name.removesuffix('.done.json')}.*"):
+                stale.unlink()  # what is here may be older than what Ray actors put in the store for it
 
     def first_damaged(self, file_index: int, only: str | None = None) -> tuple[int, str] | None:
         """(index, why) of the file's first finished part whose files (ending with `only`) are not

@@ -21,7 +21,8 @@ class DamagedPart(RuntimeError):
 FILES = "files"  # the checkpoint's key: {file name: {"bytes": size, "sha256": hex digest}}
 
 
-def _digest(path: Path) -> str:
+def digest(path: Path) -> str:
+    """The file's sha256, in hex."""
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
@@ -29,7 +30,7 @@ def _digest(path: Path) -> str:
 def describe(paths: Iterable[Path]) -> dict[str, dict[str, Any]]:
     """The manifest of a part's files that exist, read back once they are committed (fsync'd), so it
     holds what is on disk whatever format wrote them."""
-    return {p.name: {"bytes": p.stat().st_size, "sha256": _digest(p)} for p in paths if p.is_file()}
+    return {p.name: {"bytes": p.stat().st_size, "sha256": digest(p)} for p in paths if p.is_file()}
 
 
 def damage(done: Path, checkpoint: dict[str, Any], only: str | None = None) -> str | None:
@@ -42,20 +43,21 @@ def damage(done: Path, checkpoint: dict[str, Any], only: str | None = None) -> s
     for name, expected in files.items():
         if only is not None and not name.endswith(only):
             continue
-        reason = _file_damage(folder / name, expected)
+        reason = file_damage(folder / name, expected)
         if reason is not None:
             return f"{folder / name}: {reason}"
     return None
 
 
-def _file_damage(path: Path, expected: dict[str, Any]) -> str | None:
+def file_damage(path: Path, expected: dict[str, Any]) -> str | None:
+    """Why the file differs from its manifest entry ('missing', its size, its checksum); None when it does not."""
     try:
         size = path.stat().st_size
     except FileNotFoundError:
         return "missing"
     if size != expected["bytes"]:
         return f"size {size} bytes, expected {expected['bytes']}"
-    if _digest(path) != expected["sha256"]:
+    if digest(path) != expected["sha256"]:
         return "sha256 differs from its checkpoint's (overwritten)"
     return None
 

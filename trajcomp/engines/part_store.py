@@ -11,6 +11,7 @@ pushes them to the same copy, and no row or byte of a part passes through it.
 from __future__ import annotations
 
 import asyncio
+import secrets
 import shutil
 import tempfile
 from dataclasses import dataclass, replace
@@ -23,29 +24,40 @@ from .checkpoint import WorkDir
 from .manifest import FILES
 from .part_work import JoinTask, PartTask, Spans, SpanTask, join_file, perform
 from .paths import FileJob
-from .remote import fetch_input, fetch_object, input_stage, open_uri, put_file
+from ..formats.base import InputError
+from .remote import WorkMirror, fetch_input, input_stage, open_uri, put_tree
 
 
 @dataclass(frozen=True)
 class Store:
-    """Where the driver's work folder `work` (as tasks name it) is copied in object storage: `mirror`."""
+    """Where the driver's work folder `work` (as tasks name it) is copied in object storage: `mirror`;
+    `inputs`: an input URI of each bucket the run reads, to probe."""
 
     work: Path
     mirror: str
-
-    def uri(self, path: Path) -> str:
-        """The URI of the copy of `path`, a file of the driver's work folder."""
-        return f"{self.mirror.rstrip('/')}/{path.relative_to(self.work).as_posix()}"
+    inputs: tuple[str, ...] = ()
 
 
 def reachable(store: Store) -> str | None:
-    """Why this process cannot read the store's copy of the work folder (its run.json); None when it can."""
+    """What of the store this process cannot read or write (the copy of the work folder, an input's
+    bucket); None when it can do both."""
     try:
-        fs, root = open_uri(store.mirror)
-        with fs.open_input_stream(open_uri(store.uri(store.work / "run.json"))[1], compression=None) as f:
+        mirror = WorkMirror(store.mirror)
+        with mirror.fs.open_input_stream(f"{mirror.root}/run.json", compression=None) as f:
             f.read()
+        probe = f"{mirror.root}/.probe-{secrets.token_hex(8)}"
+        with mirror.fs.open_output_stream(probe, compression=None) as f:
+            f.write(b"trajcomp")
+        mirror.fs.delete_file(probe)
     except Exception as exc:  # noqa: BLE001 (pyarrow's errors, a ConfigError: each a reason to say)
         return f"{store.mirror} ({' '.join(str(exc).split())[:200]})"
+    for uri in store.inputs:
+        try:
+            fs, key = open_uri(uri)
+            if fs.get_file_info(key).type != pafs.FileType.File:
+                return f"{uri} (not found)"
+        except Exception as exc:  # noqa: BLE001
+            return f"{uri} ({' '.join(str(exc).split())[:200]})"
     return None
 
 
@@ -55,6 +67,12 @@ class ThroughStore:
     def __init__(self) -> None:
         self.scratch = Path(tempfile.mkdtemp(prefix="trajcomp-actor-"))
         self.work = self.scratch / "work"  # stands for the driver's work folder
+        self._mirrors: dict[str, WorkMirror] = {}
+
+    def _mirror(self, store: Store) -> WorkMirror:
+        if store.mirror not in self._mirrors:
+            self._mirrors[store.mirror] = WorkMirror(store.mirror)
+        return self._mirrors[store.mirror]
 
     async def perform(self, core, task: Any, store: Store) -> Any:
         """part_work.perform's answer to `task`, the task done here with the store's copies."""
@@ -86,50 +104,45 @@ class ThroughStore:
         return replace(found, job=replace(found.job, input=task.copy))
 
     def _join(self, task: JoinTask, store: Store) -> tuple[int, str] | None:
-        """The file's parts fetched from the store, checked and joined here; the output put at its URI."""
-        folder = WorkDir(self.work, {}).part(task.file_index, 0, "").parent
-        fs, copies = open_uri(store.uri(store.work / folder.name))
+        """The file's committed parts fetched from the store, checked and joined here; the output put at its URI."""
+        work, mirror = WorkDir(self.work, {}), self._mirror(store)
+        folder = work.part(task.file_index, 0, "").parent
+        output = self.scratch / "out" / str(task.file_index) / task.job.output.name
         shutil.rmtree(folder, ignore_errors=True)  # only the store's copies count
         try:
-            for info in fs.get_file_info(pafs.FileSelector(copies, allow_not_found=True)):
-                name = info.path.rsplit("/", 1)[-1]
-                if info.type == pafs.FileType.File and name.startswith("part-"):
-                    fetch_object(fs, info, folder / name)
-            output = self.scratch / "out" / str(task.file_index) / task.job.output.name
+            mirror.fetch(self.work, [work.part(task.file_index, i, ".done.json") for i in range(len(task.checkpoints))])
+            mirror.fetch(self.work, [folder / name for checkpoint in work.checkpoints(task.file_index)
+                                     for name in checkpoint.get(FILES, {})])
             # The input for its column types (a Parquet output keeps them), from the node's stage.
             job = replace(task.job, input=self._input(task.job, store), output=output)
             damaged = join_file(replace(task, work=self.work, job=job))
             if damaged is not None:  # named as the store names the part
                 return damaged[0], damaged[1].replace(str(self.work), store.mirror.rstrip("/"))
-            out_fs, key = open_uri(task.job.dest)
-            for path in sorted(output.rglob("*")) if output.is_dir() else [output]:  # a dataset folder's files
-                if path.is_file():
-                    put_file(out_fs, path, f"{key}/{path.relative_to(output).as_posix()}" if path != output else key)
+            fs, key = open_uri(task.job.dest)
+            put_tree(fs, output, key)
             return None
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-            shutil.rmtree(self.scratch / "out" / str(task.file_index), ignore_errors=True)
+            shutil.rmtree(output.parent, ignore_errors=True)
 
     def _input(self, job: FileJob, store: Store) -> Path:
         """A local copy of the task's input: the input from its URI (into the node's stage, once a node),
         or a compressed input's plain copy from the store's work folder."""
         if not job.input.is_relative_to(store.work):
             return fetch_input(job, input_stage(job.source))
-        fs, key = open_uri(store.uri(job.input))
-        info = fs.get_file_info(key)
-        if info.type != pafs.FileType.File:
-            raise FileNotFoundError(f"{key}: not in object storage")
-        fetch_object(fs, info, self._here(job.input, store))
-        return self._here(job.input, store)
+        here = self._here(job.input, store)
+        self._mirror(store).fetch(self.work, [here])
+        if not here.exists():
+            raise InputError(f"{job.source}: its plain copy is missing from {store.mirror}")
+        return here
 
     def _here(self, path: Path, store: Store) -> Path:
         return self.work / path.relative_to(store.work)
 
     def _put(self, store: Store, files: list[Path]) -> None:
         """Files written here put at their places in the store's copy of the work folder, then removed here."""
+        self._mirror(store).push(self.work, files)
         for path in files:
-            fs, key = open_uri(store.uri(store.work / path.relative_to(self.work)))
-            put_file(fs, path, key)
             path.unlink()
 
     def close(self) -> None:

@@ -105,17 +105,17 @@ class PartStream:
 
     async def _join(self, index: int, job: FileJob) -> list[tuple[int, FileJob]]:
         """The file joined by a worker (part_work.join_file); the file back, to be redone, when a part was damaged."""
-        damaged = await self.pool.join_file(JoinTask(self.work.path, index, job.absolute()))
+        if self.how == THROUGH_STORE:  # the actor puts the output at its URI: an earlier run's copy here
+            _remove(job.output)           # would be uploaded over it at the end
+        task = JoinTask(self.work.path, index, job.absolute(), self.work.committed(index))
+        damaged = await self.pool.join_file(task)
         if not format_for(job.input).splits:  # its plain copy, here or in the store
             self.work.drop(self.work.plain_input(index))
         if damaged is not None:
             self.undo(index, *damaged)
             return [(index, job)]
-        if self.how == THROUGH_STORE:  # an actor joined it and put the output at its URI
+        if self.how == THROUGH_STORE:  # an actor joined it (in its own folder) and put the output at its URI
             self.work.mark_file_done(index)
-            if job.output.is_dir():  # an earlier run's copy here would be uploaded over it
-                shutil.rmtree(job.output)
-            job.output.unlink(missing_ok=True)
         return []
 
     async def _tasks(self, files: list[tuple[int, FileJob]], held: int) -> AsyncIterator[PartTask | _Failed]:
@@ -153,6 +153,14 @@ class PartStream:
         for index, job in files:
             if not format_for(job.input).splits:
                 self.work.drop(self.work.plain_input(index))
+
+
+def _remove(path) -> None:
+    """A file or a dataset folder removed, if it is there."""
+    if path.is_dir():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
 
 
 async def _after(first: list, rest: AsyncIterator) -> AsyncIterator:

@@ -69,11 +69,13 @@ class Spans:
 
 @dataclass(frozen=True)
 class JoinTask:
-    """A file whose parts are all committed, to be checked and joined into its output by a worker."""
+    """A file whose parts are all committed (`checkpoints`: each one's sha256, in order), to be checked and
+    joined into its output by a worker."""
 
     work: Path
     file_index: int
     job: FileJob
+    checkpoints: list[str]
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,7 @@ def join_file(task: JoinTask) -> tuple[int, str] | None:
     if work.is_file_done(task.file_index):  # joined already: a retried task (its actor lost before it answered)
         return None
     writer, schema = format_for(job.output), input_schema(format_for(job.input), job.input)
-    return join_parts(work, task.file_index, job, writer, schema)
+    return join_parts(work, task.file_index, job, writer, schema, task.checkpoints)
 
 
 def find_spans(task: SpanTask) -> Spans:

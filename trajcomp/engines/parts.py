@@ -11,7 +11,7 @@ from ..formats import Format
 from ..formats.base import PartWriter
 from ..formats.jsonl import JSONL
 from .checkpoint import WorkDir
-from .manifest import listed
+from .manifest import digest, listed
 from .paths import FileJob
 from .results import Rejected, Skipped, Written
 
@@ -65,10 +65,16 @@ class Part:
                 stream.abort()
 
 
-def join_parts(work: WorkDir, index: int, job: FileJob, writer: Format, schema: Any) -> tuple[int, str] | None:
+def join_parts(work: WorkDir, index: int, job: FileJob, writer: Format, schema: Any,
+               committed: list[str]) -> tuple[int, str] | None:
     """The file's parts, checked right before they are read, joined into its output; then only the
-    checkpoints are still needed. A part that fails its check is not used: (its index, why) comes back
-    and nothing is written."""
+    checkpoints are still needed. A part that fails its check, or whose checkpoint is not the one
+    committed (`committed`: each checkpoint's sha256, in order; one lost or stale on its way to a copy
+    of the work folder), is not used: (its index, why) comes back and nothing is written."""
+    for part, expected in enumerate(committed):
+        done = work.part(index, part, ".done.json")
+        if not done.exists() or digest(done) != expected:
+            return part, f"{done}: {'missing' if not done.exists() else 'not the checkpoint committed'}"
     damaged = work.first_damaged(index)
     if damaged is not None:
         return damaged

@@ -174,12 +174,11 @@ class Runner:
         it, to be computed again), then the rows the checkpoints hold."""
         for index, job in enumerate(self.layout.files):
             joined = self.work.is_file_done(index)
-            # The output parts Ray actors put in the store are checked by the actor that joins them.
-            stored = self.parts_go == THROUGH_STORE and self._splits(job)
-            if stored:
-                self.work.fetch_missing(index, ".rejects.jsonl")
             # A joined file's outputs are in its output already; its rejects parts are read at the end.
-            damaged = self.work.first_damaged(index, ".rejects.jsonl" if joined or stored else None)
+            # The output parts Ray actors put in the store are checked by the actor that joins them.
+            only = ".rejects.jsonl" if joined or self.parts_go == THROUGH_STORE and self._splits(job) else None
+            self.work.fetch_missing(index, only or "")  # what only the store holds (actors' parts, or another mode's)
+            damaged = self.work.first_damaged(index, only)
             if damaged is not None and joined:  # its other parts' outputs are gone: the whole file again
                 self.work.unmark_file_done(index)
                 damaged = (0, damaged[1])
@@ -251,7 +250,7 @@ class Runner:
 
     def _join(self, index: int, job: FileJob) -> str | None:
         """The file's parts joined into its output; else why a part failed its check (it is undone, said once)."""
-        damaged = join_file(JoinTask(self.work.path, index, job))
+        damaged = join_file(JoinTask(self.work.path, index, job, self.work.committed(index)))
         if damaged is not None:
             self._undo(index, *damaged)
         return damaged and damaged[1]
@@ -274,7 +273,9 @@ class Runner:
         if not jobs:
             return None
         stored = self.layout.work_mirror is not None and all(is_uri(job.source) for job in jobs)
-        if stored and await self.compressor.reaches(Store(self.work.path, self.layout.work_mirror)):
+        probes = tuple({job.source.split("/", 3)[2]: job.source for job in jobs}.values()) if stored else ()
+        if stored and await self.compressor.reaches(Store(self.work.path, self.layout.work_mirror, probes)):
+            self.work.parts_in_mirror = True
             return THROUGH_STORE
         jobs = [fetched(job) for job in jobs]  # read here, or where the workers read what this process does
         return SHARED if await self.compressor.reads([job.absolute().input for job in jobs], self.work.path) else None

@@ -118,17 +118,23 @@ class Stage:
         fs, folder = open_uri(self.names[str(self.output_folder)])
         key = lambda local: f"{folder}/{local.relative_to(self.output_folder).as_posix()}"  # noqa: E731
         for path in paths:
-            if path.is_dir():
-                for local in sorted(f for f in path.rglob("*") if f.is_file()):
-                    put_file(fs, local, key(local))
-            elif path.is_file():
-                put_file(fs, path, key(path))
+            if path.exists():
+                put_tree(fs, path, key(path))
         for path in stale:
             if not path.exists():
                 try:
                     fs.delete_file(key(path))
                 except FileNotFoundError:
                     pass
+
+
+def put_tree(fs, local: Path, key: str) -> None:
+    """`local` put at `key` (put_file); a folder (a dataset folder) file by file below it."""
+    if not local.is_dir():
+        put_file(fs, local, key)
+        return
+    for path in sorted(f for f in local.rglob("*") if f.is_file()):
+        put_file(fs, path, f"{key}/{path.relative_to(local).as_posix()}")
 
 
 def put_file(fs, local: Path, key: str) -> None:
@@ -214,6 +220,9 @@ def stage(inputs: list[str], output: str | None, lazy: bool = False) -> Stage:
             result.inputs.append(str(local))
         else:
             result.inputs.append(text)
+    inside = next((text for text in inputs if is_uri(text) and str(output).startswith(text.rstrip("/") + "/")), None)
+    if inside is not None:  # the same command run again would read the outputs as inputs
+        raise ConfigError(f"the output {output} must not be inside the input folder {inside}")
     if is_uri(output):
         if "/" not in output.split("://", 1)[1].strip("/"):
             raise ConfigError(f"-o {output} must name an object or a folder inside a bucket")
@@ -288,13 +297,19 @@ def fetch_input(job, local: Path) -> Path:
     InputError when it is gone, or not what the run listed (`job.listed`: it changed since)."""
     import pyarrow.fs as pafs
 
-    fs, key = open_uri(job.source)
-    info = fs.get_file_info(key)
-    if info.type != pafs.FileType.File:
-        raise InputError(f"{job.source}: no longer in object storage")
-    fetch_object(fs, info, local)
+    changed = f"{job.source} changed in object storage while the run was going (size or modification time)"
+    try:
+        fs, key = open_uri(job.source)
+        info = fs.get_file_info(key)
+        if info.type != pafs.FileType.File:
+            raise InputError(f"{job.source}: no longer in object storage")
+        if job.listed is not None and (info.size, info.mtime_ns) != tuple(job.listed):
+            raise InputError(changed)  # before fetching: a good copy here stays as it is
+        fetch_object(fs, info, local)
+    except OSError as exc:
+        raise InputError(f"cannot read {job.source}: {' '.join(str(exc).split())}") from None
     if job.listed is not None and tuple(identity(local)) != tuple(job.listed):
-        raise InputError(f"{job.source} changed in object storage while the run was going (size or modification time)")
+        raise InputError(changed)
     return local
 
 
