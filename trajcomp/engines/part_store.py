@@ -20,11 +20,11 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
+from ..formats.base import InputError
 from .checkpoint import WorkDir
 from .manifest import FILES
 from .part_work import JoinTask, PartTask, Spans, SpanTask, join_file, perform
 from .paths import FileJob
-from ..formats.base import InputError
 from .remote import WorkMirror, fetch_input, input_stage, open_uri, put_tree
 
 
@@ -50,15 +50,19 @@ def reachable(store: Store) -> str | None:
             f.write(b"trajcomp")
         mirror.fs.delete_file(probe)
     except Exception as exc:  # noqa: BLE001 (pyarrow's errors, a ConfigError: each a reason to say)
-        return f"{store.mirror} ({' '.join(str(exc).split())[:200]})"
+        return _why(store.mirror, exc)
     for uri in store.inputs:
         try:
             fs, key = open_uri(uri)
             if fs.get_file_info(key).type != pafs.FileType.File:
                 return f"{uri} (not found)"
         except Exception as exc:  # noqa: BLE001
-            return f"{uri} ({' '.join(str(exc).split())[:200]})"
+            return _why(uri, exc)
     return None
+
+
+def _why(uri: str, exc: Exception) -> str:
+    return f"{uri} ({' '.join(str(exc).split())[:200]})"
 
 
 class ThroughStore:
