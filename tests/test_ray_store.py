@@ -57,8 +57,9 @@ def cluster(nodes) -> str:
     return nodes.address
 
 
-def _driver_env(s3_env: dict, hidden: Path) -> dict:  # noqa: F811
-    return {**s3_env, **ray_cluster.ENV, "TRAJCOMP_STAGE_DIR": str(hidden / "stage")}
+def _driver_env(s3_env: dict, stage: Path) -> dict:
+    """The driver's environment: the store's, and its stage in the folder no node sees."""
+    return {**s3_env, **ray_cluster.ENV, "TRAJCOMP_STAGE_DIR": str(stage)}
 
 
 def test_actors_take_whole_parts_through_the_store_and_the_driver_holds_no_part(s3, hidden, cluster, tmp_path,  # noqa: F811
@@ -76,7 +77,7 @@ def test_actors_take_whole_parts_through_the_store_and_the_driver_holds_no_part(
     local = run_cli("compress", str(data), "-c", str(CONFIG), "-o", str(tmp_path / "out"), "-q", "--no-cache",
                     "--checkpoint-rows", "2", "--sample-percent", "80", "--seed", "3")
     assert local.code == 0, local.stderr
-    for name, value in _driver_env(env, hidden).items():
+    for name, value in _driver_env(env, hidden / "stage").items():
         monkeypatch.setenv(name, value)
     parsed, pushed = [], []
     parse_line, push = jsonl.parse_line, remote.WorkMirror.push
@@ -113,6 +114,7 @@ def test_a_driver_killed_then_a_part_damaged_in_the_store_resumes_to_the_same_by
     same command warns naming it, computes it again and writes the bytes of an uninterrupted run."""
     fs, env = s3
     home = f"bucket/killed-{getattr(damage, '__name__', damage)}"
+    stage = hidden / f"stage-{home.rsplit('-', 1)[1]}"  # this run's own
     rows = [hermes_row(i) for i in range(18)]
     src = write_jsonl(tmp_path / "data.jsonl", [*rows[:4], "{not json", *rows[4:]])  # part 1 rejects a line
     put(fs, f"{home}/data.jsonl", src.read_bytes())
@@ -123,7 +125,7 @@ def test_a_driver_killed_then_a_part_damaged_in_the_store_resumes_to_the_same_by
         assert run_cli(*resume_args(src, ref, tok, server.base_url, "--no-cache")).code == 0
         argv = resume_args(f"s3://{home}/data.jsonl", f"s3://{home}/out.jsonl", tok, server.base_url, *ray_flags,
                            "--html")  # the page of rows then reads (fetches) the input and output
-        driver_env = {**os.environ, **_driver_env(env, hidden)}
+        driver_env = {**os.environ, **_driver_env(env, stage)}
         proc = subprocess.Popen([sys.executable, "-m", "trajcomp.cli", *argv], cwd=ROOT, env=driver_env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 240
@@ -133,9 +135,9 @@ def test_a_driver_killed_then_a_part_damaged_in_the_store_resumes_to_the_same_by
         freeze(server)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        here = [p.name for p in (hidden / "stage").rglob("file-00000/*")]
+        here = [p.name for p in stage.rglob("file-00000/*") if not p.name.startswith(".")]  # but a checkpoint half-written
         assert here and all(name.endswith(".done.json") for name in here)  # the driver holds no part
-        monkeypatch.setenv("TRAJCOMP_STAGE_DIR", str(hidden / "stage"))
+        monkeypatch.setenv("TRAJCOMP_STAGE_DIR", str(stage))
         assert not remote.input_stage(f"s3://{home}/data.jsonl").exists()  # nor the input
         time.sleep(2)  # Ray ends a dead driver's actors
         thaw(server)
@@ -152,9 +154,11 @@ def test_a_driver_killed_then_a_part_damaged_in_the_store_resumes_to_the_same_by
             local.write_bytes(get(fs, part))
             spoil(local)
             put(fs, part, local.read_bytes())
-        again = run_cli(*argv, env=_driver_env(env, hidden), timeout=240)
+        again = run_cli(*argv, env=_driver_env(env, stage), timeout=240)
     assert again.code == 0, again.stderr
-    (warning,) = [line for line in again.stderr.splitlines() if "warning" in line]
+    warnings = [line for line in again.stderr.splitlines() if line.startswith("trajcomp: warning:")]
+    assert len(warnings) == 1, again.stderr
+    (warning,) = warnings
     assert "part-000001." in warning
     # Named in the store where an actor found it; a rejects part the driver fetched, as its copy here.
     assert f"s3://{home}/" in warning or damage == "rejects_truncated"
@@ -178,10 +182,10 @@ def test_a_node_that_can_read_neither_gets_the_rows_from_the_driver(s3, hidden, 
     with ray_cluster.another_node(nodes, within=ray_cluster.hiding(hidden)):  # this process's environment: no AWS_* variables
         result = run_cli("compress", "s3://bucket/neither/a.jsonl", "-c", str(CONFIG), "-o", "s3://bucket/neither/out.jsonl",
                          "--json", "--html", "--engine", "ray", "--ray-address", nodes.address, "--ray-concurrency", "3",
-                         "--checkpoint-rows", "2", env=_driver_env(env, hidden), timeout=240)
+                         "--checkpoint-rows", "2", env=_driver_env(env, hidden / "stage"), timeout=240)
     assert result.code == 0, result.stderr
     assert json.loads(result.stdout)["processing"]["ray_nodes"] == 3
-    (warning,) = [line for line in result.stderr.splitlines() if "warning" in line]
+    (warning,) = [line for line in result.stderr.splitlines() if line.startswith("trajcomp: warning:")]
     assert "cannot read" in warning and "nor s3://bucket/neither/" in warning
     assert get(fs, "bucket/neither/out.jsonl") == (tmp_path / "a_out.jsonl").read_bytes()
     assert "bucket/neither/out_rows.html" in keys(fs, "bucket/neither")  # its rows read here, the input fetched
