@@ -107,7 +107,10 @@ def test_object_storage_errors_are_one_line(s3, tmp_path):
     secret = run_cli("compress", str(SAMPLES / "hermes_research_runs.jsonl"), "-c", str(CONFIG), "-o", f"s3://{KEY}:{SECRET}@bucket/x.jsonl",
                      env=env)
     assert secret.code == 2 and "environment" in secret.stderr and SECRET not in secret.stderr
-    for result in (missing, no_output, secret):
+    put(fs, "bucket/nest/in/a.jsonl", (SAMPLES / "hermes_research_runs.jsonl").read_bytes())
+    nested = run_cli("compress", "s3://bucket/nest/in/", "-c", str(CONFIG), "-o", "s3://bucket/nest/in/out/", env=env)
+    assert nested.code == 2 and "must not be inside the input folder s3://bucket/nest/in/" in nested.stderr
+    for result in (missing, no_output, secret, nested):
         assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
 
 
