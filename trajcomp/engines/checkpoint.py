@@ -102,22 +102,19 @@ class WorkDir:
 
     def checkpoints(self, file_index: int) -> Iterator[dict[str, Any]]:
         """Checkpoints of the file's finished parts, in order (a gap, or one damaged, ends them)."""
-        for index in range(self._written(file_index)):
+        for index in range(self.finished_parts(file_index)):
             checkpoint = _read(self.part(file_index, index, ".done.json"))
             if checkpoint is None:
                 return
             yield checkpoint
 
-    def finished_parts(self, file_index: int) -> int:
-        """How many parts of the file are finished (checked at the resume: none of them is damaged)."""
-        return self._written(file_index)
-
     def committed(self, file_index: int) -> list[str]:
         """The sha256 of each finished part's checkpoint, in order: what a join elsewhere must find."""
-        return [digest(self.part(file_index, index, ".done.json")) for index in range(self._written(file_index))]
+        return [digest(self.part(file_index, index, ".done.json")) for index in range(self.finished_parts(file_index))]
 
-    def _written(self, file_index: int) -> int:
-        """How many checkpoints of the file are there in a row, from the first (readable or not)."""
+    def finished_parts(self, file_index: int) -> int:
+        """How many checkpoints of the file are there in a row, from the first (readable or not; after
+        the resume's check, every one of them is whole)."""
         index = 0
         while self.part(file_index, index, ".done.json").exists():
             index += 1
@@ -159,7 +156,7 @@ class WorkDir:
 
     def undo_parts(self, file_index: int, first: int) -> None:
         """Forget finished parts from `first` on (latest first, so no gap ever hides a later one)."""
-        for index in range(self._written(file_index) - 1, first - 1, -1):  # damaged checkpoints too
+        for index in range(self.finished_parts(file_index) - 1, first - 1, -1):  # damaged checkpoints too
             done = self.part(file_index, index, ".done.json")
             done.unlink(missing_ok=True)
             if self.mirror is not None:
@@ -176,7 +173,7 @@ class WorkDir:
             if reason is not None:
                 return index, reason
             readable += 1
-        if readable < self._written(file_index):  # the next checkpoint is there but cannot be read
+        if readable < self.finished_parts(file_index):  # the next checkpoint is there but cannot be read
             return readable, f"{self.part(file_index, readable, '.done.json')}: unreadable"
         return None
 

@@ -20,7 +20,7 @@ async def ordered_map(
     Use it with contextlib.aclosing: on an early exit the tasks still running are cancelled and
     waited for, so none outlives the resources (HTTP session, cache) they use.
     """
-    waits = isinstance(items, AsyncIterable)  # items that take awaiting (a part's input unpacked first)
+    waits = isinstance(items, AsyncIterable)  # items that take awaiting (parts whose file's spans a worker finds)
     source = aiter(items) if waits else iter(items)
     pending: deque[asyncio.Future] = deque()  # taken and not yet yielded, in input order
     busy: set[asyncio.Future] = set()

@@ -38,7 +38,7 @@ class _Failed:
 @dataclass
 class PartStream:
     """What the stream needs of the run: its work folder, the pool (part_work.Asks: a WorkerPool or
-    a RayPool) and how its workers take parts (`how`: Asks.reads), its settings, and what it reports
+    a RayPool) and how its workers take parts (`how`: SHARED or THROUGH_STORE, pipeline.Runner._parts_go), its settings, and what it reports
     to (streak, progress);
     `undo` forgets a damaged part and those after it (pipeline.Runner._undo); `finished`: each file's
     parts already committed."""
@@ -107,10 +107,9 @@ class PartStream:
         """The file joined by a worker (part_work.join_file); the file back, to be redone, when a part was damaged."""
         if self.how == THROUGH_STORE:  # the actor puts the output at its URI: an earlier run's copy here
             _remove(job.output)           # would be uploaded over it at the end
-        task = JoinTask(self.work.path, index, job.absolute(), self.work.committed(index))
-        damaged = await self.pool.join_file(task)
-        if not format_for(job.input).splits:  # its plain copy, here or in the store
-            self.work.drop(self.work.plain_input(index))
+        committed = await asyncio.to_thread(self.work.committed, index)  # every checkpoint read: off the loop
+        damaged = await self.pool.join_file(JoinTask(self.work.path, index, job.absolute(), committed))
+        self._drop_copy(index, job)
         if damaged is not None:
             self.undo(index, *damaged)
             return [(index, job)]
@@ -151,8 +150,12 @@ class PartStream:
         await asyncio.gather(*self._finding.values(), return_exceptions=True)
         self._finding.clear()
         for index, job in files:
-            if not format_for(job.input).splits:
-                self.work.drop(self.work.plain_input(index))
+            self._drop_copy(index, job)
+
+    def _drop_copy(self, index: int, job: FileJob) -> None:
+        """A compressed file's plain copy removed, here and in the store."""
+        if not format_for(job.input).splits:
+            self.work.drop(self.work.plain_input(index))
 
 
 def _remove(path) -> None:

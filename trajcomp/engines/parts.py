@@ -73,8 +73,10 @@ def join_parts(work: WorkDir, index: int, job: FileJob, writer: Format, schema: 
     of the work folder), is not used: (its index, why) comes back and nothing is written."""
     for part, expected in enumerate(committed):
         done = work.part(index, part, ".done.json")
-        if not done.exists() or digest(done) != expected:
-            return part, f"{done}: {'missing' if not done.exists() else 'not the checkpoint committed'}"
+        if not done.exists():
+            return part, f"{done}: missing"
+        if digest(done) != expected:
+            return part, f"{done}: not the checkpoint committed"
     damaged = work.first_damaged(index)
     if damaged is not None:
         return damaged

@@ -5,8 +5,8 @@ Ray actors (ray.py); either way this process reads them, keeps their order (orde
 everything: parts made to count by checkpoints (parts.py), so a resumed run writes the same bytes as
 one never interrupted, and at the end the report (run_report.py). With worker processes or actors and
 JSON Lines (plain or compressed) or Parquet files, they take whole parts instead (`Runner._splits`
-decides; part_stream.py, part_work.py): this process only finds the parts' spans and commits their
-checkpoints in order; workers write the parts and join the files.
+decides; part_stream.py, part_work.py): this process only commits their checkpoints in order;
+workers find the parts' spans, write the parts and join the files.
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ class Runner:
         self.resumed_rows = 0
         self.resumed_parts: dict[int, list[int]] = {}  # file -> records of each part a resume found whole
         self.taker = Taker(options.selection)
-        self.parts_go: str | None = None  # how workers take whole parts (part_work.Asks.reads), None: they do not
+        self.parts_go: str | None = None  # how workers take whole parts (_parts_go), None: they do not
         self.failures = FailureStreak(config.max_consecutive_failures, self.work, layout.work)
 
     def fingerprint(self) -> dict[str, Any]:
@@ -267,8 +267,8 @@ class Runner:
                 and self.options.selection.limit is None and not self.config.batch)
 
     async def _parts_go(self) -> str | None:
-        """How the workers take whole parts (part_work.Asks.reads), asked once for the run: Ray actors on
-        other nodes need shared storage, or inputs and output in object storage; None: row by row."""
+        """How the workers take whole parts, asked once for the run (part_work.Asks.reaches, then reads):
+        Ray actors on other nodes need inputs and output in object storage, or shared storage; None: row by row."""
         jobs = [job for job in self.layout.files if self._splits(job)]
         if not jobs:
             return None

@@ -135,7 +135,7 @@ class _CoreActor:
         return ray.get_runtime_context().get_node_id()
 
     async def perform(self, work: Any, store: Store | None) -> tuple[Any, dict[str, int]]:
-        """A row, a whole part, a file's unpacking or its join (part_work.perform; through object
+        """A row, a whole part, a file's spans or its join (part_work.perform; through object
         storage when `store` is given, part_store.py), and the summarizer's live figures."""
         await self.start()
         if store is None:

@@ -172,10 +172,7 @@ class WorkMirror:
             relative = info.path[len(self.root) + 1:]
             if relative.rsplit("/", 1)[-1].startswith("."):  # an upload cut short
                 continue
-            target = local / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with self.fs.open_input_stream(info.path, compression=None) as src, open(target, "wb") as dest:
-                shutil.copyfileobj(src, dest, CHUNK)
+            fetch_object(self.fs, info, local / relative)
 
     def fetch(self, local: Path, files: list[Path]) -> None:
         """Each of `files` (paths in `local`) copied from the mirror; one the mirror lacks is left absent."""
@@ -307,6 +304,8 @@ def fetch_input(job, local: Path) -> Path:
             raise InputError(changed)  # before fetching: a good copy here stays as it is
         fetch_object(fs, info, local)
     except OSError as exc:
+        if exc.errno is not None:  # this machine's (a full disk under the stage): the input is not to blame
+            raise
         raise InputError(f"cannot read {job.source}: {' '.join(str(exc).split())}") from None
     if job.listed is not None and tuple(identity(local)) != tuple(job.listed):
         raise InputError(changed)

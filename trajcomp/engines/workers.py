@@ -4,9 +4,9 @@ One Python process runs a row core's Python work (planning, identifiers, assembl
 whatever the machine; `processing.num_workers` spreads the work over several, each worker on its own
 event loop, with its own tokenizer, summarizer session and share of `max_concurrent_requests`.
 JSON Lines (plain or compressed) and Parquet go by parts (part_work.py, part_stream.py): a worker
-reads a part's rows, compresses and writes them, and sends back its figures; a worker unpacks a
-compressed file and joins a file's parts; the main process only finds the parts' spans and commits
-their checkpoints in order. Other inputs (and --limit, batch runs) go row by row: the main process
+reads a part's rows, compresses and writes them, and sends back its figures; a worker finds a file's
+spans (unpacking a compressed file first) and joins its parts; the main process only commits the
+parts' checkpoints in order. Other inputs (and --limit, batch runs) go row by row: the main process
 reads the rows, sends each to a worker, keeps their order (ordered.ordered_map) and writes the parts.
 
 Why plain processes and pipes, not a ProcessPoolExecutor: a pool's process runs one call at a
@@ -102,7 +102,7 @@ async def _serve(inbox: Connection, outbox: Connection, core: TrajectoryCompress
     running: set[asyncio.Task] = set()
 
     async def one(key: int, work: Any) -> None:
-        try:  # a row, a whole part, a file's unpacking or its join (part_work.perform)
+        try:  # a row, a whole part, a file's spans or its join (part_work.perform)
             result = await perform(core, work)
         except Exception as exc:  # as in one process: the error reaches the run, which stops
             reply = ("error", key, _portable(exc))
