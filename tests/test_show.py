@@ -287,6 +287,8 @@ def test_a_folder_shows_rows_across_its_outputs_the_changed_first(folder_run):
     (("out", "--row", "1"), "--row is for one output file, not a folder: give one of the 3 in out, such as out/hermes_coding_runs.jsonl"),
     (("out", "--input", "in"), "--input is for one output file, not a folder: give one of the 3 in out"),
     (("in",), "in is a folder, and no compression_metrics.json of a folder run in it or above it names a file in it: give an output file"),
+    (("out/compression_metrics.json",), "out/compression_metrics.json is the report of a run, not an output: give one of "
+     "the 3 outputs it names, such as "),
 ])
 def test_a_folder_that_cannot_be_shown_says_what_to_give(folder_run, args, said):
     res = run_cli("show", *args, cwd=folder_run)

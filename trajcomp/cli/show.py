@@ -79,10 +79,15 @@ def show(
 
 def _folder_outputs(output: Path, inputs: bool, rows: bool) -> list[Path]:
     """The output files of a folder run under `output` when it is a folder (not a dataset folder, which
-    is one output); [] for a file. A folder that holds none, or a flag that needs one file, fails."""
+    is one output); [] for a file. A run's report, a folder that holds no output, or a flag that needs
+    one file with a folder, fails with what to give."""
     from ..formats import is_dataset_folder
-    from ..reports.runs import FOLDER_REPORT, folder_outputs
+    from ..reports.runs import FOLDER_REPORT, folder_outputs, outputs_named
 
+    named = outputs_named(output)
+    if named:
+        fail(f"{output} is the report of a run, not an output: give one of the {len(named)} outputs it names, "
+             f"such as {named[0]}")
     if not output.is_dir() or is_dataset_folder(output):
         return []
     outputs = folder_outputs(output)

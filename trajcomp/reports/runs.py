@@ -77,6 +77,14 @@ def _names(report: Report, relative: Path, beside: bool = False) -> bool:
     return any(Path(o).parts[-len(relative.parts):] == relative.parts for o in outputs)
 
 
+def outputs_named(path: Path) -> list[str] | None:
+    """The outputs a report names, when `path` is named as compress names reports and is one; else None."""
+    if not (path.name.endswith("_metrics.json") or path.name == FOLDER_REPORT):
+        return None  # an output of .json rows is not read whole here
+    report = _read(Path(path), {})
+    return report.processing.outputs if report is not None and report.processing is not None else None
+
+
 def folder_outputs(folder: Path) -> list[Path]:
     """The output files under `folder` that a folder run's report (at or above it) names, in the order
     of the folder's tree; when several runs wrote into it, those of the report highest up. [] when none."""
