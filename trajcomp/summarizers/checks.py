@@ -26,7 +26,9 @@ DUPLICATE_NGRAM = 10  # Gopher's "duplicated n-grams" measure, at its strictest 
 LOOP_COUNT = 3  # ...counting the n-grams seen this often: a good summary may quote one command twice
 ECHO_NGRAM = 8  # an 8-unit run of the instructions in an answer is the instructions, not a summary
 QUOTED_SHARE = 0.5  # of an answer's characters in runs copied from the turns: it quotes them
-MIN_NGRAM_UNITS = 30  # below this an answer is too short for n-gram statistics to mean anything
+# Below this an answer is too short for n-gram statistics to mean anything (Gopher's own minimum
+# document length): a short list of calls to one file shares its prefix without being a loop.
+MIN_NGRAM_UNITS = 50
 
 REFUSAL_PATTERNS = (
     # English
