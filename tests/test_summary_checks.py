@@ -32,7 +32,7 @@ import measure_checks  # noqa: E402
 COUNTER = TokenCounter(str(DEMO_TOKENIZER))
 ALL = ck.Checks.from_config(load_config())
 # Which check each of the test server's bad answers must fail.
-CHECK_OF = {"refusal": "refusal", "loop": "repetition", "language": "language", "empty": "too_little", "echo": "echo"}
+CHECK_OF = {"refusal": "refusal", "refusal_paragraph": "refusal", "loop": "repetition", "language": "language", "empty": "too_little", "echo": "echo"}
 
 EN_TURNS = [("gpt", "<think>\nThe failure is probably in the tokenizer; running the tests should show the failing "
                     "assertion, and then I will read the parser and fix the boundary of the loop.\n</think>\n"
