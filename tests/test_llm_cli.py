@@ -237,7 +237,7 @@ def test_second_identical_run_is_served_from_the_cache(runs):
     assert first.stats.requests == N_OVER
     assert again.result.code == 0, again.result.stderr
     assert again.stats.requests == 0  # not one chat call
-    assert again.stats.models_requests == 1  # the preflight still checks the endpoint
+    assert again.stats.models_requests == 0  # no request to send: the endpoint is not even checked
     assert (again.folder / "out.jsonl").read_bytes() == again.first_output
     report = again.report()
     assert report["summarization"]["cache_hits"] == N_OVER

@@ -10,8 +10,9 @@ from types import SimpleNamespace
 import typer
 
 from ..core.config import ConfigError
-from ..core.summarizer import make_summarizer
+from ..core.summarizer import summarizer_class
 from ..core.tokens import TokenCounter, TokenizerLoadError
+from ..reports.numbers import counted
 from . import options as opt
 from .errors import EXIT_FAILED, fail
 from .flags import config_from_flags
@@ -31,7 +32,7 @@ def export(
     requests: Path = typer.Option(..., "-o", "--output", help="The batch input file to write (JSON Lines).",
                                   show_default=False),
     config: opt.Config = None,
-    cache_dir: opt.CacheDir = None,
+    cache_dir: opt.BatchCacheDir = None,
     target_max_tokens: opt.TargetMaxTokens = None,
     summary_target_tokens: opt.SummaryTargetTokens = None,
     protect_last_n: opt.ProtectLastN = None,
@@ -78,7 +79,8 @@ def export(
     except InputError as exc:
         fail(str(exc), EXIT_FAILED)
     if done.requests:
-        typer.echo(f"{done.requests} requests written to {done.path}; run them, then: trajcomp batch import RESULTS --cache-dir {cfg.cache_dir}")
+        typer.echo(f"{counted(done.requests, 'request')} written to {done.path}; run them, then: "
+                   f"trajcomp batch import RESULTS --cache-dir {cfg.cache_dir}")
     else:
         typer.echo(f"nothing to export: the cache {cfg.cache_dir} answers every request; compress --batch writes the rows")
 
@@ -88,7 +90,7 @@ def import_(
     results: list[Path] = typer.Argument(..., help="Batch output files (OpenAI's or vLLM run_batch's JSON Lines).",
                                          show_default=False, metavar="RESULTS..."),
     config: opt.Config = None,
-    cache_dir: opt.CacheDir = None,
+    cache_dir: opt.BatchCacheDir = None,
     summarizer: opt.Summarizer = None,
     summary_prefix: opt.SummaryPrefix = None,
     tokenizer: opt.Tokenizer = None,
@@ -102,32 +104,37 @@ def import_(
     from ..engines.batch_files import import_results
     from ..formats.base import InputError
 
-    cfg, counter = _setup(SimpleNamespace(**locals()))
+    cfg, counter = _setup(SimpleNamespace(**locals()), needs_tokenizer=False)
     try:
         taken = import_results(cfg, counter, cfg.cache_dir, results)
     except InputError as exc:
         fail(str(exc), EXIT_FAILED)
-    line = f"took {taken.answered} answers into {cfg.cache_dir}"
+    line = f"took {counted(taken.answered, 'answer')} into {cfg.cache_dir}"
     if taken.already:
-        line += f"; {taken.already} were there already"
+        line += f"; {taken.already} {'was' if taken.already == 1 else 'were'} there already"
     if taken.failed:
         reasons = ", ".join(f"{why} ({n})" for why, n in taken.failed.most_common())
         line += f"; {sum(taken.failed.values())} failed: {reasons}"
     if taken.foreign:
-        line += f"; {taken.foreign} lines were not trajcomp's results"
+        line += f"; {counted(taken.foreign, 'line')} {'was' if taken.foreign == 1 else 'were'} not trajcomp's results"
     typer.echo(line)
 
 
-def _setup(flags):
-    """The config (with its cache folder) and the training tokenizer, or one line and exit 2."""
+def check_batchable(cfg, what: str) -> None:
+    """ConfigError unless the run's summarizer makes requests a batch can carry (a model's, not extractive's)."""
+    if not summarizer_class(cfg.summarizer).cacheable:
+        raise ConfigError(f"{what}: the {cfg.summarizer} summarizer makes no requests to batch; set --summarizer "
+                          "(or summarization.summarizer) to the one the run uses, e.g. openai")
+
+
+def _setup(flags, needs_tokenizer: bool = True):
+    """The config (with its cache folder) and the training tokenizer, or one line and exit 2. Storing
+    answers counts nothing: without `needs_tokenizer` the tokenizer is loaded only when one is given."""
     try:
         cfg = config_from_flags(flags)
         if not cfg.cache_dir:
             raise ConfigError(f"batch {NEEDS_CACHE}")
-        counter = TokenCounter.for_config(cfg)
-        if not make_summarizer(cfg.summarizer, cfg, counter).cacheable:
-            raise ConfigError(f"the {cfg.summarizer} summarizer makes no requests to batch: set --summarizer "
-                              "(or summarization.summarizer) to the one the run uses, e.g. openai")
-        return cfg, counter
+        check_batchable(cfg, "batch")
+        return cfg, TokenCounter.for_config(cfg) if needs_tokenizer or cfg.tokenizer_name else None
     except (ConfigError, TokenizerLoadError) as exc:
         fail(str(exc))

@@ -104,6 +104,7 @@ def _compress_command(flags) -> None:
     from ..engines.pipeline import RunOptions
     from ..engines.remote import is_uri, stage
     from ..engines.selection import Selection
+    from .batch import check_batchable
 
     try:
         cfg = config_from_flags(flags)
@@ -116,6 +117,8 @@ def _compress_command(flags) -> None:
             raise ConfigError("--workers is the local engine's; with --engine ray, --ray-concurrency sets the actors")
         if cfg.batch and (ray is not None or not cfg.cache):
             raise ConfigError("--batch needs the summary cache and the local engine (not --no-cache, not --engine ray)")
+        if cfg.batch:
+            check_batchable(cfg, "--batch")
         # Inputs in object storage fetched (for Ray actors that may take whole parts through the store,
         # only listed: they fetch them), an output there given a local place.
         lazy = ray is not None and is_uri(flags.output) and flags.limit is None
@@ -184,10 +187,8 @@ def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool, html: b
         result = asyncio.run(_run_until_stopped(Runner(cfg, rows, layout, options)))
     except (ConfigError, TokenizerLoadError) as exc:  # a bad summarization.tokenizer among them
         fail(str(exc))
-    except PreflightError as exc:
-        hint = "" if cfg.batch or not cfg.cache else (
-            "; with every summary in the cache already (batch import), --batch writes the rows without the endpoint")
-        fail(staged.named(str(exc)) + hint, EXIT_FAILED)
+    except PreflightError as exc:  # checked by the first request the cache could not answer
+        fail(staged.named(str(exc)) + _resume_hint(layout), EXIT_FAILED)
     except (InputError, SummarizerDown) as exc:
         fail(staged.named(str(exc)), EXIT_FAILED)
     except APIError as exc:  # the batch endpoint: the batches submitted are recorded, a rerun waits on them

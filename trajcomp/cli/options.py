@@ -70,7 +70,12 @@ OnFailure = Annotated[Optional[str], typer.Option(
 )]
 NoCache = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the summary cache.")]
 CacheDir = Annotated[Optional[str], typer.Option(
-    help="The summary cache's folder, shared by every process and engine (default: beside the output).",
+    help="The summary cache's folder (or an s3:// URI), shared by every process and engine (default: "
+        "<output stem>_summary_cache/ beside an output file, summary_cache/ in an output folder).",
+)]
+BatchCacheDir = Annotated[Optional[str], typer.Option(
+    "--cache-dir", help="The summary cache's folder (or an s3:// URI): required, here or as summarization.cache_dir "
+        "(no default: the cache ties batch export, batch import and compress --batch together).",
 )]
 Batch = Annotated[bool, typer.Option(
     "--batch", help="Buy the summaries through the endpoint's Files and Batches API (about half price at hosted "

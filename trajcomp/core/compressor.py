@@ -17,7 +17,7 @@ from .passes import Passes, plan_region, unchanged
 from .planner import Decision, PlanParams
 from .rows import SHAREGPT, RowError, RowSchema, Turn
 from .sourcing import Sourcing
-from .summarizer import Summarizer, SummaryPending
+from .summarizer import Summarizer, SummarizerUnavailable, SummaryPending
 from .tokens import Measured, TokenCounter, lengths_for
 
 _UNCHANGED = {
@@ -101,7 +101,7 @@ class TrajectoryCompressor:
             return RowResult.reject(exc.reason, exc.detail)
         try:
             turns, metrics = await self.compress_turns(native, adapter)
-        except SummaryPending:  # batch mode: the engine buys it and asks for the row again
+        except (SummaryPending, SummarizerUnavailable):  # batch mode's wait, or a dead endpoint: the engine's
             raise
         except Exception as exc:  # one row's surprise must not stop a run of a million: reject it, named
             return RowResult.reject("internal_error", f"{type(exc).__name__}: {exc}")

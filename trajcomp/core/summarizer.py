@@ -67,6 +67,11 @@ class SummaryError(Exception):
         self.checks_failed = checks_failed
 
 
+class SummarizerUnavailable(RuntimeError):
+    """The summarizer cannot serve this run at all (its endpoint failed its check): the run stops, no row
+    is blamed. The row core lets it through to the engine."""
+
+
 class SummaryPending(Exception):
     """The summary is bought later, in a batch (summarization.batch): the row waits for it.
 
@@ -85,6 +90,11 @@ class Summarizer(ABC):
 
     async def start(self) -> None:
         """Open resources and check they work, before the first row (default: nothing)."""
+
+    async def open(self) -> None:
+        """Open resources, to be checked only before the first request: a run whose every summary comes
+        from a cache needs none (default: start)."""
+        await self.start()
 
     @abstractmethod
     async def summarize(self, request: SummaryRequest) -> Summary:
@@ -135,9 +145,14 @@ def names() -> list[str]:
     return sorted(_registered())
 
 
-def make_summarizer(name: str, config, counter) -> Summarizer:
-    """Build the summarizer called `name`; a plugin class takes (config, counter) like the built-ins."""
+def summarizer_class(name: str) -> type[Summarizer]:
+    """The class registered as `name`, or ConfigError naming those there are."""
     entry = _registered().get(name)
     if entry is None:
         raise ConfigError(f"unknown summarizer '{name}' (available: {', '.join(names())})")
-    return entry.load()(config, counter)
+    return entry.load()
+
+
+def make_summarizer(name: str, config, counter) -> Summarizer:
+    """Build the summarizer called `name`; a plugin class takes (config, counter) like the built-ins."""
+    return summarizer_class(name)(config, counter)

@@ -23,8 +23,9 @@ from collections import Counter
 from contextlib import aclosing
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
+from ..core.compressor import RowResult
 from ..core.summarizer import SummaryPending
 from ..formats import format_for
 from ..formats.base import AtomicFile, read_checked, write_json
@@ -90,10 +91,11 @@ class Ledger:
         return self.folder / entry["name"]
 
 
-async def pending_requests(layout: Layout, selection: Selection, rows, max_running: int,
-                           max_held: int) -> AsyncIterator[tuple[str, dict]]:
+async def pending_requests(layout: Layout, selection: Selection, rows, max_running: int, max_held: int,
+                           answered: Callable[[RowResult], None] | None = None) -> AsyncIterator[tuple[str, dict]]:
     """A round: every selected row planned with the summaries known; each request still waited for,
-    once, with its key, in the rows' order (streamed: a round over millions of rows holds only keys)."""
+    once, with its key, in the rows' order (streamed: a round over millions of rows holds only keys).
+    `answered` is given each row the cache answered whole."""
     seen: set[str] = set()
     taker = Taker(selection)
 
@@ -102,9 +104,11 @@ async def pending_requests(layout: Layout, selection: Selection, rows, max_runni
         if verdict is not None or record.error is not None:
             return None
         try:
-            await rows.compress_row(record.row)
+            result = await rows.compress_row(record.row)
         except SummaryPending as waiting:
             return waiting.key, waiting.body
+        if answered is not None:
+            answered(result)
         return None
 
     for job in layout.files:
@@ -129,6 +133,7 @@ class BatchBuyer:
         self.reader = ResultsReader(self.cache, summarizer.accept, summarizer.secrets())
         self._api: BatchAPI | None = None
         self._shown = ("", 0.0)  # the last status line and when it was printed
+        self._first = True  # the first round counts the summaries the cache had before this run bought any
 
     async def buy(self) -> Batches:
         self.ledger.folder.mkdir(parents=True, exist_ok=True)
@@ -149,8 +154,11 @@ class BatchBuyer:
         the round goes on). Returns the requests submitted."""
         c, submitted, filling = self.config, 0, None
         try:
+            tally = None
+            if self._first:  # counted by each run, a resumed one too
+                self.ledger.figures.from_cache, tally, self._first = 0, self._from_cache, False
             async for key, body in pending_requests(self.layout, self.selection, self.rows, self.max_running,
-                                                    self.max_held):
+                                                    self.max_held, tally):
                 if self.cache.get(key) is not None:  # bought since the row was planned: never bought twice
                     continue
                 line = request_line(key, body)
@@ -169,6 +177,11 @@ class BatchBuyer:
         if filling is not None:
             await self._submit(filling)
         return submitted
+
+    def _from_cache(self, result: RowResult) -> None:
+        metrics = result.metrics
+        if metrics is not None and metrics.summary_source == self.config.summarizer:
+            self.ledger.figures.from_cache += metrics.passes
 
     async def api(self) -> BatchAPI:
         """The endpoint, opened at its first use: a run whose summaries are all bought never contacts it."""

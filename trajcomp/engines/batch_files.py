@@ -16,7 +16,7 @@ from ..formats.base import AtomicFile, InputError
 from ..summarizers import make_summarizer
 from ..summarizers.batch_api import request_line
 from .batch import pending_requests
-from .batch_results import ResultsReader, Taken
+from .batch_results import ResultsReader, Taken, is_result, parsed
 from .paths import Layout
 from .pipeline import build_rows
 from .selection import Selection
@@ -51,7 +51,10 @@ async def export_requests(config: CompressionConfig, counter, layout: Layout, se
 
 
 def import_results(config: CompressionConfig, counter, cache_location, files: list[Path]) -> Taken:
-    """Every results file's answers into the cache at `cache_location`; failures recorded for the next round."""
+    """Every results file's answers into the cache at `cache_location`; failures recorded for the next round.
+    Every file is checked first: one that holds no result line records nothing of any."""
+    for file in files:
+        check_results(file)
     summarizer = make_summarizer(config.summarizer, config, counter)
     cache = open_cache(cache_location)
     cache.open()
@@ -62,9 +65,43 @@ def import_results(config: CompressionConfig, counter, cache_location, files: li
             try:
                 text = file.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
-                raise InputError(f"{file}: cannot read it: {getattr(exc, 'strerror', None) or exc}") from None
+                raise _unreadable(file, exc) from None
             got, _ = reader.take_text(text)
             taken.add(got)
     finally:
         cache.close()
     return taken
+
+
+def check_results(file: Path) -> None:
+    """InputError naming `file` unless it holds a result line (read up to the first): the requests file,
+    the dataset or anything else imported by mistake has none."""
+    first = None
+    try:
+        with open(file, encoding="utf-8") as lines:
+            for number, raw in enumerate(lines, 1):
+                if not raw.strip():
+                    continue
+                line = parsed(raw)
+                if is_result(line):
+                    return
+                first = first or (number, line)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _unreadable(file, exc) from None
+    raise InputError(f"{file}: not a batch results file, nothing imported: {_why_not(first)}")
+
+
+def _unreadable(file: Path, exc: OSError | UnicodeDecodeError) -> InputError:
+    return InputError(f"{file}: cannot read it: {getattr(exc, 'strerror', None) or exc}")
+
+
+def _why_not(first: tuple[int, object] | None) -> str:
+    """What the first line of a file with no result line is instead."""
+    if first is None:
+        return "it is empty"
+    number, line = first
+    if line is None:
+        return f"line {number} is not JSON"
+    if isinstance(line, dict) and "custom_id" in line and "body" in line:
+        return "it holds the batch requests (what batch export wrote); import the file the runner wrote"
+    return f"line {number} has no custom_id with a response or an error (OpenAI's and vLLM run_batch's output lines have them)"

@@ -60,11 +60,8 @@ class ResultsReader:
         return taken, seen
 
     def take_line(self, raw: str, taken: Taken, attempt: str | None) -> str | None:
-        try:
-            line = json.loads(raw)
-        except ValueError:
-            line = None
-        key = line.get("custom_id") if isinstance(line, dict) else None
+        line = parsed(raw)
+        key = line.get("custom_id") if is_result(line) else None
         if not isinstance(key, str) or not KEY.fullmatch(key):
             taken.foreign += 1
             return None
@@ -102,6 +99,19 @@ class ResultsReader:
     def _clean(self, why: str) -> str:
         """A reason as reports show it: one line, no secret, at most 200 characters."""
         return redact(" ".join(str(why).split()), *self.secrets)[:200]
+
+
+def parsed(raw: str) -> Any:
+    """A line's JSON value, or None when it is not JSON."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+def is_result(line: Any) -> bool:
+    """Whether a parsed line is a batch result (a request line has a body, neither response nor error)."""
+    return isinstance(line, dict) and isinstance(line.get("custom_id"), str) and ("response" in line or "error" in line)
 
 
 def _digest(raw: str) -> str:

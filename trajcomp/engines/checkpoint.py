@@ -31,6 +31,7 @@ class WorkDir:
         self.parts_in_mirror = False  # Ray actors put the parts' files there (part_store.py): push only checkpoints
         self.resumed = False
         self._lock = None
+        self._made: list[Path] = []  # the folders above this one that begin made
 
     def check(self, restart: bool) -> None:
         """Refuse to resume a different run; with `restart`, forget the interrupted one.
@@ -63,6 +64,7 @@ class WorkDir:
 
     def begin(self) -> None:
         """Take the folder for this run (one run at a time) and record its fingerprint."""
+        self._made = [p for p in self.path.parents if not p.exists()]  # innermost first, for remove
         self.path.mkdir(parents=True, exist_ok=True)
         if self._lock is None:
             self._take_lock()
@@ -197,6 +199,11 @@ class WorkDir:
             self._lock.close()
             self._lock = None
         shutil.rmtree(self.path, ignore_errors=True)
+        for made in self._made:  # left as they were found: removed while nothing else is in them
+            try:
+                made.rmdir()
+            except OSError:
+                break
         if self.mirror is not None:
             self.mirror.clear()
 

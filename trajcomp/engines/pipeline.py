@@ -23,6 +23,7 @@ from typing import Any
 from ..core.compressor import TrajectoryCompressor
 from ..core.config import CompressionConfig
 from ..core.metrics import Aggregate
+from ..core.summarizer import SummarizerUnavailable
 from ..formats import Record, format_for, identity
 from ..formats.base import InputError, input_schema, read_checked, write_json
 from ..reports.schema import Batches, Report
@@ -140,7 +141,7 @@ class Runner:
         self.work.check(self.options.restart)
         unreadable = False
         try:
-            await self.compressor.start()  # preflight: a dead endpoint stops the run before any file exists
+            await self.compressor.start()  # a summarizer's resources; an endpoint is checked by its first request
             self.work.begin()
             if self.config.batch:
                 self.batch = await BatchBuyer(
@@ -151,13 +152,13 @@ class Runner:
             self._count_resumed()
             with Progress(disable=self.options.quiet, live=self.compressor.summarizer.live) as self.progress:
                 await self._run_files()
-        except InputError:
+        except (InputError, SummarizerUnavailable):
             unreadable = True
             raise
         finally:
             await self.compressor.close()  # first: a worker still writing a part would make the folder again
             if unreadable and next(self.work.all_checkpoints(len(self.layout.files)), None) is None:
-                self.work.remove()  # nothing finished: leave no trace of a run that could not start
+                self.work.remove()  # nothing finished: leave no trace of a run that could not go on
         if self.parts_go == THROUGH_STORE:  # the rejects parts Ray actors put in the store, for the rejects file
             for index in range(len(self.layout.files)):
                 self.work.fetch_missing(index, ".rejects.jsonl")

@@ -19,10 +19,11 @@ class Progress:
     """Counts rows by outcome and shows them; `live` adds run facts such as calls in flight."""
 
     def __init__(self, disable: bool, live: Callable[[], dict] | None = None):
-        # In a log file (stderr not a terminal) every redraw is kept: one line a minute is enough.
+        # In a log file (stderr not a terminal) every redraw is kept: one line a minute is enough, the
+        # first after a minute too (a run that stops at once, at a dead endpoint, says only why).
         interval = 0.1 if sys.stderr.isatty() else 60.0
         self.bar = tqdm(unit="row", disable=disable, file=sys.stderr, dynamic_ncols=True,
-                        mininterval=interval, maxinterval=max(10.0, interval))
+                        mininterval=interval, maxinterval=max(10.0, interval), delay=0 if interval < 1 else interval)
         self.counts: Counter = Counter()
         self.live = live
         self._shown = 0.0
@@ -46,7 +47,9 @@ class Progress:
     def __enter__(self) -> "Progress":
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind, *exc: object) -> None:
+        if kind is not None:  # the run stopped: its error line, not a bar cut short, is what is left on screen
+            self.bar.leave = False
         self.close()
 
     def close(self) -> None:

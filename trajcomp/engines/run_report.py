@@ -96,11 +96,16 @@ def build_report(config: CompressionConfig, compressor, layout: Layout, gathered
     return from_aggregate(
         aggregate,
         summarizer=config.summarizer,
-        summarizer_stats={**compressor.summarizer.run_stats(), **({"batch": asdict(facts.batch)} if facts.batch else {})},
+        summarizer_stats={**compressor.summarizer.run_stats(), **_batch_stats(facts.batch)},
         processing=processing,
         tokenizer=TokenizerInfo(**vars(compressor.counter.info)),
         config=config.to_sections(),
     )
+
+
+def _batch_stats(batch: Batches | None) -> dict[str, Any]:
+    """A batch run's figures; its cache hits are the summaries its batches did not have to buy."""
+    return {"batch": asdict(batch), "cache_hits": batch.from_cache} if batch else {}
 
 
 def _engine(compressor) -> dict[str, Any]:

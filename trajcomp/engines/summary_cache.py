@@ -48,8 +48,7 @@ class SummaryCache:
         self._refreshed = 0.0
 
     def open(self) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
-        self._refresh()
+        self._refresh()  # the folder is made by the first summary stored: a run that stores none leaves none
 
     def get(self, key: str) -> Summary | None:
         found = self._lookup(key)
@@ -78,6 +77,7 @@ class SummaryCache:
 
     def _append(self, entry: bytes) -> None:
         if self._own is None:
+            self.path.mkdir(parents=True, exist_ok=True)
             name = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}{SUFFIX}"
             self._own = os.open(self.path / name, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         os.write(self._own, entry + b"\n")  # one call: a kill leaves the line whole or torn, never mixed
@@ -313,7 +313,7 @@ class CachedSummarizer(Summarizer):
         self.hits = 0
 
     async def start(self) -> None:
-        await self.inner.start()  # the endpoint is checked before the cache folder is created
+        await self.inner.open()  # its endpoint checked before its first request: the cache may answer every one
         self.cache.open()
 
     async def summarize(self, request: SummaryRequest) -> Summary:

@@ -91,7 +91,7 @@ def _worker(inbox: Connection, outbox: Connection, config: CompressionConfig, ca
 
 async def _serve(inbox: Connection, outbox: Connection, core: TrajectoryCompressor) -> None:
     try:
-        await core.start()  # the summarizer's session and preflight, the cache's connection
+        await core.start()  # the summarizer's session (its endpoint checked before its first request), the cache
     except Exception as exc:
         await core.close()
         _send(outbox, ("failed", _portable(exc)))

@@ -86,6 +86,9 @@ class Batches:
     wait_seconds: float = 0.0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # Summaries of the rows the cache answered whole before this run bought any (batch import, an
+    # earlier run): the run's cache hits. 0 in reports of runs before it was counted.
+    from_cache: int = 0
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from .comparison import Comparison, Figure
-from .numbers import figure_text, number
+from .numbers import counted, figure_text, number
 from .reading import read_report
 from .schema import DatasetStats, Report
 
@@ -30,30 +30,27 @@ def render_report(report: Report | dict[str, Any], report_path: str, page_path: 
         + _cannot_fit(r),
         f"  tokens              {number(t.total_original)} -> {number(t.total_compressed)} (ratio {t.overall_compression_ratio})",
         f"  tokens per row p50  {number(d.before.p50)} -> {number(d.after.p50)}, max {number(d.before.max)} -> {number(d.after.max)}",
-        f"  summarizer          {calls.summarizer}: {_count(calls.api_calls, 'API call')}, "
-        f"{_count(calls.errors, 'error')}"
+        f"  summarizer          {calls.summarizer}: {counted(calls.api_calls, 'API call')}, "
+        f"{counted(calls.errors, 'error')}"
         # api_calls is what the summaries took, some maybe in earlier runs; http_requests is this run's.
-        + (f", {_count(calls.http_requests, 'HTTP request')} by this run" if calls.http_requests is not None else "")
-        + (f", {_count(calls.cache_hits, 'summary')} from the cache" if calls.cache_hits else ""),
+        + (f", {counted(calls.http_requests, 'HTTP request')} by this run" if calls.http_requests is not None else "")
+        + (f", {counted(calls.cache_hits, 'summary')} from the cache" if calls.cache_hits else ""),
         f"  report              {report_path}",
     ]
     retention = r.identifier_retention
     if retention is not None and retention.mean is not None:
-        lines.insert(-1, f"  identifiers kept    {retention.mean:.1%} on average (of {_count(retention.rows, 'compressed row')})")
+        lines.insert(-1, f"  identifiers kept    {retention.mean:.1%} on average (of {counted(retention.rows, 'compressed row')})")
     kept = r.assistant_tokens_kept
     if kept is not None and kept.mean is not None:
-        lines.insert(-1, f"  assistant kept      {kept.mean:.1%} of assistant tokens on average (of {_count(kept.rows, 'row')})")
+        lines.insert(-1, f"  assistant kept      {kept.mean:.1%} of assistant tokens on average (of {counted(kept.rows, 'row')})")
     if calls.checks is not None:
         lines.insert(-1, f"  summary checks      {checks_text(calls)}")
     cut = r.human_turns_cut
     if cut is not None and cut.turns:
-        lines.insert(-1, f"  user turns cut      {number(cut.turns)} too long to carry whole (in {_count(cut.rows, 'row')})")
+        lines.insert(-1, f"  user turns cut      {number(cut.turns)} too long to carry whole (in {counted(cut.rows, 'row')})")
     batch = calls.batch if calls is not None else None
     if batch is not None:
-        lines.insert(-1, f"  batches             {number(batch.batches)} batch{'es' * (batch.batches != 1)} in {_count(batch.rounds, 'round')}: "
-                         f"{number(batch.requests)} requests, {number(batch.answered)} answered, "
-                         f"{number(batch.failed)} failed{_reasons(batch.failed_by_reason) if batch.failed else ''}, "
-                         f"{batch.wait_seconds:,.0f} s waiting")
+        lines.insert(-1, f"  batches             {_batches_text(batch)}")
     if page_path is not None:
         lines.append(f"  page                {page_path}")
     not_taken = {k: getattr(rows, k) for k in ("not_sampled", "other_shards") if getattr(rows, k)}
@@ -78,8 +75,8 @@ def checks_text(calls) -> str:
     if not failed:
         return f"every answer passed ({', '.join(calls.checks)})"
     fell = calls.rows_fallen_back_on_checks or 0
-    return (f"{_count(sum(failed.values()), 'answer')} turned away" + _reasons(failed)
-            + f", {_count(fell, 'row')} with no answer passing (on_failure)")
+    return (f"{counted(sum(failed.values()), 'answer')} turned away" + _reasons(failed)
+            + f", {counted(fell, 'row')} with no answer passing (on_failure)")
 
 
 def _cannot_fit(r: Report) -> str:
@@ -87,9 +84,14 @@ def _cannot_fit(r: Report) -> str:
     return f", {number(cannot)} of them cannot fit" if cannot else ""
 
 
-def _count(n: int, noun: str) -> str:
-    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
-    return f"{number(n)} {noun if n == 1 else plural}"
+def _batches_text(batch) -> str:
+    """What a batch run bought, or that it bought nothing: every summary was in the cache."""
+    if not batch.requests:
+        return "none submitted: every summary was in the cache (batch import, or an earlier run)"
+    return (f"{counted(batch.batches, 'batch', 'batches')} in {counted(batch.rounds, 'round')}: "
+            f"{counted(batch.requests, 'request')}, {number(batch.answered)} answered, "
+            f"{number(batch.failed)} failed{_reasons(batch.failed_by_reason) if batch.failed else ''}, "
+            f"{batch.wait_seconds:,.0f} s waiting")
 
 
 def _reasons(reasons: dict[str, int]) -> str:

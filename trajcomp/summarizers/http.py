@@ -15,13 +15,14 @@ from typing import Any, Awaitable, Callable, Mapping
 import aiohttp
 
 from ..core.redact import redact
+from ..core.summarizer import SummarizerUnavailable
 from ..version import __version__
 
 RETRY_STATUSES = frozenset({408, 409, 429})  # and every 5xx
 MAX_SERVER_WAIT = 300.0  # a Retry-After longer than this is not waited for in full
 
 
-class PreflightError(RuntimeError):
+class PreflightError(SummarizerUnavailable):
     """The endpoint cannot serve this run (unreachable, refused credentials, unknown model)."""
 
 
@@ -224,7 +225,7 @@ class Endpoint:
         return self.scrub(str(message or text))[:300]
 
     async def preflight(self, model: str) -> None:
-        """One cheap call before the first row; raises PreflightError with a one-line reason."""
+        """One cheap call before the first request; raises PreflightError with a one-line reason."""
         try:
             status, _, text = await self._send("GET", "/models", None, min(self.timeout, 30.0))
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:

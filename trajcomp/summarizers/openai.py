@@ -112,12 +112,29 @@ class OpenAISummarizer(Summarizer):
         self.latencies = array("d")
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
         self.retries = 0
+        self._preflight: asyncio.Future | None = None  # the endpoint's check, made by the first request
+        self._check_due = False
 
     async def start(self) -> None:
+        await self.open()
+        await self._checked()
+
+    async def open(self) -> None:
         await self.endpoint.open()
-        await self.endpoint.preflight(self.config.summarization_model)
+        self._preflight, self._check_due = None, True
+
+    async def _checked(self) -> None:
+        """The endpoint's preflight, once (when open() asked for it), before the first request; its
+        PreflightError is every request's."""
+        if not self._check_due:
+            return
+        if self._preflight is None:
+            self._preflight = asyncio.ensure_future(self.endpoint.preflight(self.config.summarization_model))
+        await asyncio.shield(self._preflight)  # one row cancelled must not cancel the others' check
 
     async def close(self) -> None:
+        if self._preflight is not None and not self._preflight.done():
+            self._preflight.cancel()
         await self.endpoint.close()
 
     def payload(self, request: SummaryRequest) -> dict[str, Any]:
@@ -177,6 +194,7 @@ class OpenAISummarizer(Summarizer):
         # The deadline starts once a slot is held: time spent queueing behind other rows depends
         # on the run (concurrency, load), and a row's outcome must not.
         body = await asyncio.to_thread(self.payload, request)  # counting and eliding: not on the loop, nor in a slot
+        await self._checked()
         async with self.endpoint.slot():
             # asyncio.timeout, not wait_for: on 3.11 wait_for drops a cancel (Ctrl-C, SIGTERM) that
             # arrives just as the call completes, and the run would go on instead of stopping.
