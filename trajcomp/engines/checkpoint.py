@@ -31,7 +31,7 @@ class WorkDir:
         self.parts_in_mirror = False  # Ray actors put the parts' files there (part_store.py): push only checkpoints
         self.resumed = False
         self._lock = None
-        self._made: list[Path] = []  # the folders above this one that begin made
+        self._made: list[Path] = []  # the folders above this one that begin() made
 
     def check(self, restart: bool) -> None:
         """Refuse to resume a different run; with `restart`, forget the interrupted one.
