@@ -44,6 +44,11 @@ class RowMetrics:
     assistant_tokens_kept: float | None = None
     # The check each answer turned away failed (summarizers/checks.py), over all the row's passes.
     summary_checks_failed: tuple[str, ...] = ()
+    # With compression.prune (None without it): the tool outputs the row holds as stubs, those of them
+    # that were older copies of a later output, and the tokens the stubs saved.
+    pruned_outputs: int | None = None
+    deduplicated_outputs: int = 0
+    pruned_tokens: int = 0
 
     @property
     def fell_back_on_checks(self) -> bool:
@@ -106,6 +111,9 @@ class RowMetrics:
         }
         if self.summary_checks_failed:  # only then: rows of runs with no failed check keep their bytes
             out["summary_checks_failed"] = list(self.summary_checks_failed)
+        if self.pruned_outputs is not None:  # only with compression.prune: rows without it keep their bytes
+            out.update(pruned_outputs=self.pruned_outputs, deduplicated_outputs=self.deduplicated_outputs,
+                       pruned_tokens=self.pruned_tokens)
         return out
 
 
