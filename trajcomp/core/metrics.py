@@ -203,6 +203,13 @@ class Aggregate:
     rows_with_human_turns_cut: int = 0
     checks_failed: Counter = field(default_factory=Counter)  # check -> answers it turned away
     rows_fallen_back_on_checks: int = 0
+    # compression.prune: rows holding stubs, those of them fit with no summary, their stubs, the stubs
+    # that were older copies of a later output, and the tokens the stubs saved
+    pruned_rows: int = 0
+    pruned_fit_rows: int = 0
+    pruned_outputs: int = 0
+    deduplicated_outputs: int = 0
+    pruned_tokens: int = 0
     worst: list = field(default_factory=list)  # at most WORST_ROWS rows most over the limit, worst first
     reject_reasons: Counter = field(default_factory=Counter)
     not_sampled: int = 0
@@ -237,7 +244,17 @@ class Aggregate:
         self.human_turns_cut += m.human_turns_cut
         self.rows_with_human_turns_cut += m.human_turns_cut > 0
         self._add_checks(m)
+        self._add_pruning(m)
         self._note_worst(m, m.status, source, line)
+
+    def _add_pruning(self, m: RowMetrics) -> None:
+        if not m.pruned_outputs:
+            return
+        self.pruned_rows += 1
+        self.pruned_fit_rows += m.passes == 0 and not m.still_over_limit
+        self.pruned_outputs += m.pruned_outputs
+        self.deduplicated_outputs += m.deduplicated_outputs
+        self.pruned_tokens += m.pruned_tokens
 
     def _add_checks(self, m: RowMetrics) -> None:
         self.checks_failed.update(m.summary_checks_failed)

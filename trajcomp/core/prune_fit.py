@@ -41,13 +41,23 @@ class Pruner:
         found = await asyncio.to_thread(candidates, native, fmt, turns, self.params, self.style, self.min_chars)
         if not found:
             return None
-        if self.lengths.mode == "turns":
-            return await self._fit_by_turns(native, turns, found, measured)
+        if self.lengths.mode == "turns":  # counted together with the other rows in flight
+            counts = await self.lengths.counter.acount([c.text for c in found])
+            return self._fit_by_turns(native, turns, found, counts, measured)
         return await asyncio.to_thread(self._fit_by_template, native, fmt, turns, found, measured)
 
-    async def _fit_by_turns(self, native, turns, found: list[Candidate], measured: Measured) -> Pruned | None:
+    def fit_here(self, native, fmt, turns: Sequence[Turn], measured: Measured) -> Pruned | None:
+        """`fit` on this thread (stats and --dry-run, which count in batches of their own)."""
+        found = candidates(native, fmt, turns, self.params, self.style, self.min_chars)
+        if not found:
+            return None
+        if self.lengths.mode == "turns":
+            counts = self.lengths.counter.count([c.text for c in found])
+            return self._fit_by_turns(native, turns, found, counts, measured)
+        return self._fit_by_template(native, fmt, turns, found, measured)
+
+    def _fit_by_turns(self, native, turns, found: list[Candidate], counts: list[int], measured: Measured) -> Pruned | None:
         # A turn's count does not depend on its neighbours: each stub changes the row by its own difference.
-        counts = await self.lengths.counter.acount([c.text for c in found])
         costs, total, chosen = list(measured.costs), measured.total, []
         for candidate, count in zip(found, counts):
             if count >= costs[candidate.index]:  # a stub not shorter than its output: the output stays
