@@ -50,9 +50,8 @@ class Output:
             content = parsed if isinstance(parsed, (dict, list)) else content
         text = "\n".join(_strings(content))
         exit_code = _exit_code(content, text)
-        error = next((line.strip() for line in text.splitlines() if _ERROR_LINE.search(line)), "")
         return cls(tool, _one_line(main_argument(arguments), ARGUMENT_CHARS), text, exit_code,
-                   _one_line(error, ERROR_CHARS))
+                   _one_line(_first_error(text), ERROR_CHARS))
 
 
 @dataclass(frozen=True)
@@ -133,6 +132,16 @@ def _strings(value: Any) -> list[str]:
     if isinstance(value, list):
         return [s for item in value for s in _strings(item)]
     return []
+
+
+def _first_error(text: str) -> str:
+    """The first line that reports an error (one search of the whole text, then its line)."""
+    found = _ERROR_LINE.search(text)
+    if not found:
+        return ""
+    start = text.rfind("\n", 0, found.start()) + 1
+    end = text.find("\n", found.end())
+    return text[start : end if end >= 0 else len(text)].strip()
 
 
 def _exit_code(content: Any, text: str) -> int | None:
