@@ -99,6 +99,21 @@ def test_rows_still_over_after_pruning_are_summarized_from_the_original_turns(se
     assert summarized and all(r.metrics.pruned_outputs is not None for r in summarized)
 
 
+def test_a_failed_summary_keeps_the_rows_stubs_with_on_failure_keep():
+    """Rows still over after pruning whose summary fails are written with their stubs, flagged failed."""
+    rows = swe_rows.rows("hermes", 8)
+    cfg = swe_config("hermes", prune=True, max_retries=0, summarizer="openai", api_key_env="TRAJCOMP_TEST_NO_KEY",
+                     summarization_model="test-model", cache=False).replace(target_max_tokens=3000)
+    with ServerThread(fail_first_n=10_000) as down:
+        results = compress_all(cfg.replace(base_url=down.base_url), rows)
+    failed = [(row, r) for row, r in zip(rows, results) if r.metrics.outcome.value == "failed"]
+    assert failed and all(not r.rejected for _, r in failed)
+    for row, result in failed:
+        assert len(result.row["conversations"]) == len(row["conversations"]) and result.metrics.pruned_outputs > 0
+        assert sum("[pruned" in t["value"] for t in result.row["conversations"]) == result.metrics.pruned_outputs
+        assert result.metrics.compressed_tokens < result.metrics.original_tokens
+
+
 # --------------------------------------------------------------------------- the order, exactly
 
 

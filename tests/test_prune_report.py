@@ -75,6 +75,9 @@ def test_stats_prune_estimates_what_the_run_did(runs):
     assert planned["pruning"]["summaries_avoided"] == done["summaries_avoided"] and "pruning" not in plain
     text = run_cli("stats", str(src), *ARGS, "--prune")
     assert f"by pruning alone        {done['rows_fit_without_summary']}  (" in text.stdout
+    dry = run_cli("compress", str(src), "-o", str(work / "dry" / "out.jsonl"), *ARGS, "--prune", "--dry-run")
+    assert dry.code == 0 and f"fit by pruning alone    {done['rows_fit_without_summary']} (" in dry.stdout, dry.stderr
+    assert not (work / "dry").exists()
 
 
 def test_compare_sets_the_pruning_figures_side_by_side(runs):
