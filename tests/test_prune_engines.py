@@ -83,10 +83,12 @@ def test_kill_9_then_rerun_gives_the_same_bytes(reference, tmp_path):
     out.parent.mkdir()
     with ServerThread(latency=0.15) as server:
         proc = start(compress_args(src, out, server.base_url))
-        wait_for_parts(out, 1, proc)
-        freeze(server)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        try:
+            wait_for_parts(out, 1, proc)
+            freeze(server)
+        finally:  # killed whatever happened: a test leaves nothing running
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate()
         assert not out.exists()
         paid = cached_summaries(out.parent / "out_summary_cache")
         thaw(server)
