@@ -5,7 +5,11 @@ Three sets, each judged against the request body trajcomp would send for it:
   server       the test server's normal answer to each of those requests (tests/openai_server.py)
   handwritten  tests/fixtures/good_summaries.json: prose and handoff notes in English, Chinese,
                Spanish and French, each for its row of data_samples/
-    python scripts/measure_checks.py     (prints each set's answers and false positives)
+and, the other way, the refusals a model writes that must fail the refusal check:
+  refusals     tests/fixtures/refusals.json: three shapes (a refusal paragraph, "unfortunately" with
+               reasons and an offer, one line) in each language the refusal check knows
+    python scripts/measure_checks.py     (prints each set's answers and false positives, and the
+                                          refusals that pass)
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from trajcomp.summarizers.openai import OpenAISummarizer, clean_summary  # noqa:
 
 SAMPLES = sorted((ROOT / "data_samples").glob("*.jsonl"))
 HANDWRITTEN = ROOT / "tests" / "fixtures" / "good_summaries.json"
+REFUSALS = ROOT / "tests" / "fixtures" / "refusals.json"
 STYLES = ("prose", "handoff")
 
 
@@ -95,6 +100,18 @@ def measure(limit: int | None = None) -> dict[str, Measured]:
     return sets
 
 
+def refusals() -> dict[str, Measured]:
+    """Each language's refusals, judged against a real request body; `failures` lists those caught."""
+    config, counter, seen = requests("prose", limit=1)
+    body, checks = OpenAISummarizer(config, counter).payload(seen[0][1]), Checks.from_config(config)
+    measured = {}
+    for lang, texts in json.loads(REFUSALS.read_text(encoding="utf-8")).items():
+        measured[lang] = Measured()
+        for text in texts:
+            _judge(measured[lang], checks, counter, lang, text, body)
+    return measured
+
+
 def _judge(into: Measured, checks: Checks, counter, row_id: str, text: str, body: dict) -> None:
     into.answers += 1
     failed = failed_check(text, body, checks, counter)
@@ -107,6 +124,12 @@ def main() -> None:
         print(f"{name:12} {m.answers:4} answers, {len(m.failures)} failed a check ({m.rate:.1%})")
         for check, row_id, text in m.failures:
             print(f"    {check}: {row_id}: {text[:160]!r}")
+    measured = refusals()
+    caught = {lang: sum(check == "refusal" for check, _, _ in m.failures) for lang, m in measured.items()}
+    answers = sum(m.answers for m in measured.values())
+    print(f"refusals     {answers:4} answers in {len(caught)} languages, "
+          f"{sum(caught.values())} failed the refusal check")
+    print("    " + ", ".join(f"{lang} {caught[lang]} of {m.answers}" for lang, m in measured.items()))
 
 
 if __name__ == "__main__":

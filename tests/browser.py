@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+import processes
+
 FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -30,10 +32,8 @@ def chromium() -> str:
 
 def _run(page: Path, *flags: str) -> subprocess.CompletedProcess:
     with tempfile.TemporaryDirectory() as profile:
-        return subprocess.run(
-            [chromium(), *FLAGS, f"--user-data-dir={profile}", *flags, page.resolve().as_uri()],
-            capture_output=True, timeout=120,
-        )
+        # Chromium starts a process tree (zygote, renderer): processes.run ends all of it
+        return processes.run([chromium(), *FLAGS, f"--user-data-dir={profile}", *flags, page.resolve().as_uri()])
 
 
 def screenshot(page: Path, out: Path, width: int = 1000, height: int = 1400, dark: bool = False) -> "Image":

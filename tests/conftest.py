@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +17,7 @@ SAMPLES = ROOT / "data_samples"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # so tests can `import openai_server`
 from ray_cluster import machine_lock  # noqa: E402,F401 (tests import it from here)
+import processes  # noqa: E402
 
 CORPUS = [
     "def main(argv):\n    return run(argv[1:])\n",
@@ -52,6 +53,20 @@ def build_tokenizer(path: Path, kind: str) -> Path:
     return path
 
 
+def pytest_configure(config) -> None:
+    # Set before pytest-xdist starts its workers, so that they and everything they start inherit it.
+    os.environ.setdefault(processes.SESSION_MARK, uuid.uuid4().hex)
+
+
+def pytest_unconfigure(config) -> None:
+    """In the process that ran the session (not in an xdist worker): end whatever the tests left running."""
+    if hasattr(config, "workerinput"):
+        return
+    left = processes.end_marked(os.environ[processes.SESSION_MARK])
+    if left:
+        print(f"\nended {len(left)} process(es) the tests left running:", *left, sep="\n  ", file=sys.stderr)
+
+
 @pytest.fixture(scope="session")
 def bpe_tokenizer(tmp_path_factory) -> Path:
     return build_tokenizer(tmp_path_factory.mktemp("bpe_tok"), "bpe")
@@ -69,13 +84,12 @@ class CliResult:
     stderr: str
 
 
-def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None, timeout: float = 300) -> CliResult:
-    """`trajcomp ARGS...` as a real subprocess of this venv's Python."""
+def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None,
+            timeout: float = processes.HANG_SECONDS) -> CliResult:
+    """`trajcomp ARGS...` as a real subprocess of this venv's Python (its worker processes end with it)."""
     full_env = {**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}
-    proc = subprocess.run(
-        [sys.executable, "-m", "trajcomp.cli", *args],
-        capture_output=True, text=True, env=full_env, cwd=cwd or ROOT, timeout=timeout,
-    )
+    proc = processes.run([sys.executable, "-m", "trajcomp.cli", *args], text=True, env=full_env, cwd=cwd or ROOT,
+                         timeout=timeout)
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
 

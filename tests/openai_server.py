@@ -33,6 +33,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -86,9 +87,10 @@ class Faults:
     batch_expire_first_n: int = 0
     batch_error_ids: list[str] | None = None
     # ---- bad answers (the summary checks, trajcomp/summarizers/checks.py) -----------------------
-    # Answer with a bad summary of this kind (BAD_ANSWERS): refusal, loop, language (Chinese),
-    # empty (a label only) or echo (the system prompt back). With `bad_answer_first_per_prompt`, only
-    # the first answer to each distinct prompt is bad and the ones after it are normal.
+    # Answer with a bad summary of this kind (BAD_ANSWERS): refusal, refusal_paragraph (as a safety-tuned
+    # model writes one), loop, language (Chinese), empty (a label only) or echo (the system prompt back).
+    # With `bad_answer_first_per_prompt`, only the first answer to each distinct prompt is bad and the
+    # ones after it are normal.
     bad_answer: str | None = None
     bad_answer_first_per_prompt: bool = False
     # ---- end of bad answers ----------------------------------------------------------------------
@@ -209,8 +211,14 @@ def _words_of_length(words: list[str], messages: list[dict[str, Any]], factor: f
 
 
 # ---- bad answers (Faults.bad_answer): what a model answers that the summary checks must turn away ----
+# How safety-tuned models refuse: a paragraph (the refusal, why, an offer of other help), or one line
+# with typographic apostrophes (tests/fixtures/refusals.json, English). The "refusal_paragraph"
+# answer is one of them, picked by the prompt.
+REFUSALS = json.loads((Path(__file__).parent / "fixtures" / "refusals.json").read_text(encoding="utf-8"))
+REFUSAL_PARAGRAPHS = tuple(REFUSALS["en"])
 BAD_ANSWERS = {
     "refusal": lambda messages: "I'm sorry, but I can't help with that request.",
+    "refusal_paragraph": lambda messages: REFUSAL_PARAGRAPHS[len(_text_of(messages[-1].get("content"))) % 3],
     "loop": lambda messages: "The assistant ran the tests again and they failed again. " * 30,
     "language": lambda messages: (
         "助手检查了项目的测试日志，发现解析器在处理最后一个字段时出现了差一错误。随后它阅读了相关的源文件，"

@@ -21,10 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+import processes
+from processes import HANG_SECONDS
+
 # Recent Ray turns token authentication on for a new head once a token exists (~/.ray/auth_token,
 # made by any local ray.init): off for this local cluster, in its nodes and in whatever joins it.
 ENV = {"RAY_AUTH_MODE": "disabled"}
-START_SECONDS = 180  # both nodes up, on a busy machine
+START_SECONDS = HANG_SECONDS  # both nodes up: only a node that hangs takes longer
 STOP_SECONDS = 5  # a node's graceful stop, then it is killed
 
 
@@ -123,7 +126,7 @@ def _wait(address: str, nodes: int, node: subprocess.Popen, log: Path, env: dict
 def _alive(address: str, nodes: int, env: dict) -> bool:
     code = f"import ray; ray.init(address={address!r}, logging_level='ERROR'); " \
            f"raise SystemExit(sum(n['Alive'] for n in ray.nodes()) < {nodes})"
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, env=env, timeout=60).returncode == 0
+    return processes.run([sys.executable, "-c", code], env=env).returncode == 0
 
 
 def _stop(nodes: list[subprocess.Popen]) -> None:

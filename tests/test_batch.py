@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, read_jsonl, run_cli, write_jsonl
+import processes
+from processes import HANG_SECONDS
 from openai_server import ServerThread
 from test_openai_summarizer import MODEL, SUMMARY_TARGET, TARGET, hermes_rows
 
@@ -71,7 +73,7 @@ def killed_while_waiting(case: Case, server: ServerThread) -> dict:
     proc = subprocess.Popen([sys.executable, "-m", "trajcomp.cli", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env={**os.environ, "HF_HUB_OFFLINE": "1", KEY_ENV: API_KEY})
     state = case.folder / ".out.jsonl.trajcomp-work" / "batches" / "state.json"
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + HANG_SECONDS
     while not (state.exists() and "batch_id" in state.read_text()) and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.3)  # polling the held batch
@@ -126,8 +128,8 @@ def export_run_import(case: Case, server: ServerThread, url: str, then_plain: bo
     shape = ["--target-max-tokens", str(TARGET), "--summary-target-tokens", str(SUMMARY_TARGET), "--model", MODEL]
     requests, results = case.folder / "requests.jsonl", case.folder / "results.jsonl"
     exported = run_cli("batch", "export", str(case.folder / "in.jsonl"), "-o", str(requests), *common, *shape)
-    ran = subprocess.run([sys.executable, str(ROOT / "scripts" / "run_batch.py"), "-i", str(requests), "-o",
-                          str(results), "--base-url", server.base_url], capture_output=True, text=True, timeout=120)
+    ran = processes.run([sys.executable, str(ROOT / "scripts" / "run_batch.py"), "-i", str(requests), "-o",
+                         str(results), "--base-url", server.base_url], text=True)
     imported = run_cli("batch", "import", str(results), *common)
     if then_plain:
         before = server.stats.requests

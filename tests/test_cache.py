@@ -9,6 +9,7 @@ import signal
 import time
 from pathlib import Path
 
+from processes import HANG_SECONDS
 from trajcomp.engines import summary_cache as cache_module
 from trajcomp.engines.summary_cache import ObjectCache, SummaryCache
 from trajcomp.summarizers.base import Summary, request_key
@@ -88,7 +89,7 @@ def test_a_writer_killed_mid_run_leaves_a_readable_cache(tmp_path: Path):
     folder = tmp_path / "cache"
     proc = multiprocessing.get_context("spawn").Process(target=_slow_writer, args=(str(folder),))
     proc.start()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + HANG_SECONDS
     while not list(folder.glob("*.jsonl")) or next(folder.glob("*.jsonl")).stat().st_size < 200_000:
         assert time.monotonic() < deadline
         time.sleep(0.05)

@@ -509,7 +509,7 @@ def test_slow_summarizer_times_out(bpe_tokenizer):
     assert fb_m.error == "sleepy failed: summary timed out after 0.2s"
     assert (m.summarization_api_calls, m.summarization_errors) == (fb_m.summarization_api_calls, fb_m.summarization_errors) == (1, 1)
     for seconds in (elapsed, fb_elapsed):
-        assert 0.2 <= seconds < 5
+        assert 0.2 <= seconds < 30  # not the minute Sleepy would take; loose, for a busy machine
 
 
 async def _gather(*coros):

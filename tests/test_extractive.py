@@ -246,7 +246,8 @@ MALFORMED = [
 def test_malformed_turns_do_not_crash_and_are_still_reported(counter):
     text = summarize(counter, MALFORMED, 2000)
     assert 'call {"name": "terminal", "arguments": {"command": "ls"' in text
-    assert "error: plain text answer with no tags; Error: permission denied" in text
+    # plain text with an error label inside a line, not opening one: no failure is claimed for it
+    assert 'call {"name": "terminal", "arguments": {"command": "ls" -> 1 lines, 77 chars' in text
     assert "x() -> exit 2; error: fatal: not a git repository" in text  # content given as a dict
     assert "y() -> " in text
     assert "tool(path=z/w.txt)" in text
@@ -425,3 +426,67 @@ def test_fit_keeps_order_and_respects_priorities_when_the_note_is_cheap(counter)
     assert items[7].text in lines and items[0].text in lines
     assert items[4].text not in lines  # the oldest of the least important goes first
     assert tokens(counter, text) <= budget
+
+
+# --------------------------------------------------------------------------- failed calls
+
+
+def outcome_of(counter, content, name: str = "terminal", **args) -> str:
+    """The summary's line for one call answered with `content` (Hermes: a dict as JSON text)."""
+    content = json.dumps(content) if isinstance(content, dict) else content
+    turns = [Turn("gpt", call(name, **(args or {"command": "x"}))), tool("c1", name, content)]
+    return summarize(counter, turns, 2000)
+
+
+GIT_LOG = ("a1b2c3d fix: retry entry fetch on transient errors\n"
+           "e4f5a6b test: a failing fetch raises FetchError\n9c8d7e6 docs: error codes")
+TEST_FILE = ('35|def test_rejects_bad_payload():\n36|    with pytest.raises(ValueError):\n'
+             '37|        parse({"error": "boom"})\n38|    # Traceback (most recent call last): is not expected')
+LOGS = ("2025-03-13T06:49:20.454Z ERROR [worker-3] quillmark: httpx.ConnectError: Name or service not known\n"
+        "Traceback (most recent call last):\n  File \"/app/quillmark/jobs.py\", line 216, in compute_node\n"
+        "httpx.ConnectError: [Errno -2] Name or service not known")
+
+
+@pytest.mark.parametrize("content, name", [
+    ({"output": GIT_LOG, "exit_code": 0, "error": None}, "terminal"),  # the issue's two examples
+    ({"content": TEST_FILE, "total_lines": 58, "truncated": False}, "read_file"),
+    ({"output": LOGS, "exit_code": 0, "error": None}, "terminal"),  # logs that show an error: the call worked
+    ({"success": True, "data": "3 results for 'linker error fatal'"}, "web_search"),
+    ({"status_code": 200, "body": "error budget dashboard"}, "browser"),
+    ("3f9a2b1 fix: failed uploads no longer crash\nProcess exited with code 0", "terminal"),  # plain text, exit 0
+    ("Tests for error handling: 12 passed", "terminal"),  # plain text: no status, no failure marker
+])
+def test_a_successful_call_that_quotes_error_words_is_not_said_to_fail(counter, content, name):
+    text = outcome_of(counter, content, name)
+    assert "error:" not in text and "Errors seen" not in text, text
+
+
+@pytest.mark.parametrize("content, said", [
+    ({"output": "fatal: not a git repository", "exit_code": 128, "error": "command exited with code 128"},
+     "exit 128; error: fatal: not a git repository"),
+    ({"output": "", "exit_code": 1, "error": "command exited with code 1"}, "exit 1; error: command exited with code 1"),
+    ({"error": "File does not exist: src/app.py"}, "error: File does not exist: src/app.py"),  # no error word
+    ({"success": False, "data": "quota exceeded"}, "-> failed; 1 lines"),  # no line says what: "failed"
+    ({"status_code": 503, "body": "Service Unavailable: upstream failure"}, "exit 503; error: Service Unavailable"),
+    ("Traceback (most recent call last):\n  File \"x.py\", line 3, in <module>\nKeyError: 'user'",
+     "error: KeyError: 'user'"),  # past the traceback's header, to the exception itself
+    ("fatal: could not read Username for 'https://github.com'", "error: fatal: could not read Username"),
+    ("build output\nexit code 2\nlinker failed", "exit 2; error: linker failed"),
+])
+def test_a_call_whose_output_says_it_failed_is_said_to_fail(counter, content, said):
+    text = outcome_of(counter, content)
+    assert said in text, text
+
+
+ERROR_WORDS = st.sampled_from(["error", "Error:", "ERROR", "failed", "FAILED", "raises", "ValueError", "fatal",
+                               "panic", "denied", "not found", "Traceback", "exception", "fix:", "36|", "ok"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(st.lists(ERROR_WORDS, min_size=1, max_size=6).map(" ".join), min_size=1, max_size=8),
+       code=st.integers(0, 255))
+def test_only_the_status_of_a_structured_result_says_whether_it_failed(counter, lines, code):
+    output = "\n".join(lines)
+    text = outcome_of(counter, {"output": output, "exit_code": code, "error": None if code == 0 else f"exit {code}"})
+    assert (f"exit {code}; error: " in text) is (code != 0), text
+    assert ("Errors seen" in text) is (code != 0)

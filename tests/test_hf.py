@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pytest
 
 from conftest import ROOT, SAMPLES, read_jsonl, run_cli, write_jsonl
 from openai_server import ServerThread
+import processes
 from test_resume import args as resume_args
 from test_resume import hermes_row, run_held_midway, thaw
 
@@ -223,8 +223,8 @@ def test_num_proc_with_spawned_workers_gives_the_cli_rows(tmp_path, rows, cli_ro
     datasets.Dataset.from_list(rows).save_to_disk(tmp_path / "ds")
     script = tmp_path / "spawned.py"
     script.write_text(SPAWN_SCRIPT)
-    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "ds"), str(DEMO), str(tmp_path / "out")],
-                          capture_output=True, text=True, cwd=ROOT, env=dict(os.environ), timeout=300)
+    proc = processes.run([sys.executable, str(script), str(tmp_path / "ds"), str(DEMO), str(tmp_path / "out")],
+                         text=True, cwd=ROOT, env=dict(os.environ))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.split() == ["spawn"]
     assert_same_as_cli(datasets.load_from_disk(tmp_path / "out").to_list(), cli_rows)

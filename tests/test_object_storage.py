@@ -17,6 +17,7 @@ import pytest
 
 import s3_server
 from conftest import ROOT, SAMPLES, machine_lock, read_jsonl, run_cli, write_jsonl
+from processes import HANG_SECONDS
 from openai_server import ServerThread
 from s3_server import KEY, SECRET, get, keys, put
 from test_resume import hermes_row
@@ -50,7 +51,7 @@ def test_s3_in_and_out_writes_what_a_local_path_run_writes(s3, tmp_path, engine)
     flags += ("--checkpoint-rows", "2")
     with machine_lock("ray"):  # a Ray instance of its own, not test_ray.py's cluster
         remote = run_cli("compress", f"s3://bucket/{engine}/in.jsonl", "-c", str(CONFIG), "-o",
-                         f"s3://bucket/{engine}/out.jsonl", "-q", "--html", *flags, env=env, timeout=240)
+                         f"s3://bucket/{engine}/out.jsonl", "-q", "--html", *flags, env=env)
     assert remote.code == 0, remote.stderr
     assert keys(fs, f"bucket/{engine}") == [f"bucket/{engine}/{name}" for name in
                                              ("in.jsonl", "out.jsonl", "out_metrics.html", "out_metrics.json",
@@ -157,7 +158,7 @@ def test_a_run_killed_on_one_machine_resumes_on_another_from_object_storage(s3, 
         first_machine = {**os.environ, **env, "TRAJCOMP_STAGE_DIR": str(tmp_path / "stage-1")}
         proc = subprocess.Popen([sys.executable, "-m", "trajcomp.cli", *argv], cwd=ROOT, env=first_machine,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + HANG_SECONDS
         while sum(k.endswith(".done.json") for k in keys(fs, f"bucket/moving{workers}")) < 2:
             assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() is not None else "no parts"
             time.sleep(0.1)

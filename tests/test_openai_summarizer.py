@@ -435,7 +435,7 @@ def test_retry_after_is_honoured(status, header, wait):
         assert retried_at >= parsedate_to_datetime(retry_after).timestamp()
     else:  # the wait runs from the answer, which the client gets after the server sends it
         assert retried_at - stats.request_ends[0] >= wait - 0.01
-    assert retried_at - stats.request_starts[0] < 5.0  # only catches a hang: loose on a busy machine
+    assert retried_at - stats.request_starts[0] < 30  # only catches a hang: loose on a busy machine
 
 
 def test_retry_after_longer_than_the_row_budget_ends_at_the_budget():
@@ -446,7 +446,7 @@ def test_retry_after_longer_than_the_row_budget_ends_at_the_budget():
             await summarizer.summarize(request_for(1, timeout=0.5))
         return time.monotonic() - started, info.value
     elapsed, error = asyncio.run(with_summarizer(scenario))
-    assert 0.45 <= elapsed < 10  # not the 60 s the server asked for
+    assert 0.45 <= elapsed < 30  # not the 60 s the server asked for
     assert "timed out after 0.5s" in str(error) and "HTTP 429" in str(error)
     assert error.api_calls == 1 and error.errors == 1
 
@@ -458,13 +458,13 @@ def test_retry_after_longer_than_the_row_budget_ends_at_the_budget():
 def test_trajectory_timeout_bounds_a_row_whose_calls_all_hang(srv, tmp_path, bpe_tokenizer):
     rows = [hermes_row(7), hermes_row(1001, over=False)]
     write_jsonl(tmp_path / "in.jsonl", rows)
-    srv.set_faults(hang_first_n=10_000, hang_seconds=60)
-    run = compress(tmp_path, srv.base_url, bpe_tokenizer, "--request-timeout", "30", "--max-retries", "5",
+    srv.set_faults(hang_first_n=10_000, hang_seconds=600)
+    run = compress(tmp_path, srv.base_url, bpe_tokenizer, "--request-timeout", "300", "--max-retries", "5",
                    "--trajectory-timeout", "0.6")
     # Measured: ~0.65-0.75 s for the whole in-process run (tokenizer load included); without the
-    # trajectory timeout it would take the 30 s request timeout or more.
-    assert 0.55 <= run.seconds < 10, run.seconds
-    assert run.report["processing"]["duration_seconds"] < 10
+    # trajectory timeout it would take the 300 s request timeout or more. The bound is loose, for a busy machine.
+    assert 0.55 <= run.seconds < 60, run.seconds
+    assert run.report["processing"]["duration_seconds"] < 60
     hung, short = run.rows
     assert strip_metrics(hung) == rows[0] and strip_metrics(short) == rows[1]
     m = hung["compression_metrics"]
@@ -487,7 +487,7 @@ def test_trajectory_timeout_starts_once_a_slot_is_held():
     ends = sorted(asyncio.run(with_summarizer(scenario, {"hang_first_n": 100, "hang_seconds": 60},
                                               max_concurrent_requests=1, request_timeout=30.0)))
     for k, end in enumerate(ends, 1):  # one slot: each row gets its own full 0.3 s in turn
-        assert 0.3 * k - 0.05 <= end < 0.3 * k + 1.0, ends
+        assert 0.3 * k - 0.05 <= end < 0.3 * k + 30, ends  # the upper bound: not the 60 s hang
 
 
 def test_outcomes_do_not_depend_on_concurrency():

@@ -8,7 +8,6 @@ import ast
 import inspect
 import os
 import re
-import subprocess
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DEMO_TOKENIZER, ROOT, SAMPLES
+import processes
 
 README = ROOT / "README.md"
 
@@ -44,7 +44,7 @@ def test_the_console_script_and_python_m():
     assert script.load() is main
     installed = Path(sys.executable).parent / "trajcomp"
     for argv in ([str(installed), "--version"], [sys.executable, "-m", "trajcomp.cli", "--version"]):
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        done = processes.run(argv, text=True)
         assert done.returncode == 0 and done.stdout.strip().endswith("0.1.0"), done.stderr
 
 
@@ -65,10 +65,9 @@ def readme_examples() -> list[str]:
     return re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
 
 
-def run_example(code: str, cwd: Path, timeout: float = 600) -> str:
+def run_example(code: str, cwd: Path) -> str:
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "TOKENIZERS_PARALLELISM": "false"}
-    done = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    done = processes.run([sys.executable, "-c", code], cwd=cwd, env=env, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 

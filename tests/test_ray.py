@@ -27,6 +27,7 @@ import ray
 
 import ray_cluster
 from conftest import ROOT, SAMPLES, machine_lock, read_jsonl, run_cli, write_jsonl
+from processes import HANG_SECONDS
 from openai_server import ServerThread
 from test_openai_summarizer import MODEL, NO_KEY_ENV, SUMMARY_TARGET, TARGET, hermes_rows
 from test_checked_parts import delete, overwrite, truncate
@@ -92,7 +93,7 @@ def _local(inputs: Path, out: Path, *more: str) -> dict:
 
 def _ray(inputs: Path, out: Path, address: str, *more: str) -> dict:
     result = run_cli("compress", str(inputs), "-c", str(CONFIG), "-o", str(out), "--engine", "ray",
-                     "--ray-address", address, "--json", "--no-cache", *more, timeout=240)
+                     "--ray-address", address, "--json", "--no-cache", *more)
     assert result.code == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -189,7 +190,7 @@ def test_openai_summaries_from_each_actors_session_equal_the_local_engine(cluste
         assert local.code == 0, local.stderr
         server.reset()
         one = run_cli("compress", str(src), "-o", str(tmp_path / "one.jsonl"), "--engine", "ray", "--json", "--no-cache",
-                      "--ray-address", cluster, *flags, timeout=240)
+                      "--ray-address", cluster, *flags)
         assert one.code == 0, one.stderr
         stats = server.stats
     assert (tmp_path / "one.jsonl").read_bytes() == (tmp_path / "local.jsonl").read_bytes()
@@ -214,7 +215,7 @@ def ray_killed(cluster, bpe_tokenizer, tmp_path_factory):
         server.reset()
         out = tmp / "run" / "out.jsonl"
         proc = start(resume_args(src, out, bpe_tokenizer, server.base_url, "--engine", "ray", "--ray-address", cluster))
-        wait_for_parts(out, 2, proc, timeout=240)
+        wait_for_parts(out, 2, proc)
         freeze(server)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
@@ -236,8 +237,7 @@ def test_driver_killed_then_a_part_damaged_resumes_to_the_same_bytes_paying_no_s
     k.server.reset()
     part = k.out.parent / ".out.jsonl.trajcomp-work" / "file-00000" / "part-000001.jsonl"
     damage(part)
-    again = run_cli(*resume_args(k.src, k.out, k.tok, k.server.base_url, "--engine", "ray", "--ray-address", cluster),
-                    timeout=240)
+    again = run_cli(*resume_args(k.src, k.out, k.tok, k.server.base_url, "--engine", "ray", "--ray-address", cluster))
     assert again.code == 0, again.stderr
     assert "trajcomp: warning: " in again.stderr and "part-000001.jsonl" in again.stderr
     report = json.loads((k.out.parent / "out_metrics.json").read_text())
@@ -253,11 +253,11 @@ def test_an_actor_killed_mid_run_loses_and_duplicates_no_row(cluster, bpe_tokeni
         assert run_cli(*resume_args(src, ref, bpe_tokenizer, server.base_url, "--no-cache")).code == 0
         out = tmp_path / "run" / "out.jsonl"
         proc = start(resume_args(src, out, bpe_tokenizer, server.base_url, "--engine", "ray", "--ray-address", cluster))
-        wait_for_parts(out, 1, proc, timeout=240)
+        wait_for_parts(out, 1, proc)
         actors = subprocess.run(["pgrep", "-f", "^ray::_CoreActor"], capture_output=True, text=True).stdout.split()
         assert len(actors) == 2
         os.kill(int(actors[0]), signal.SIGKILL)  # Ray restarts it and retries the calls it held
-        _, stderr = proc.communicate(timeout=240)
+        _, stderr = proc.communicate(timeout=HANG_SECONDS)
         assert proc.returncode == 0, stderr
     assert out.read_bytes() == ref.read_bytes()
 
@@ -293,7 +293,7 @@ def test_actors_that_cannot_read_the_input_get_its_rows_from_the_driver(cluster,
     with ray_cluster.another_node(nodes, within=hide):
         result = run_cli("compress", str(src), "-c", str(CONFIG), "-o", str(tmp_path / "r" / "a.jsonl"), "--json",
                          "--no-cache", "--engine", "ray", "--ray-address", cluster, "--ray-concurrency", "3",
-                         "--checkpoint-rows", "2", timeout=240)
+                         "--checkpoint-rows", "2")
     assert result.code == 0, result.stderr
     assert json.loads(result.stdout)["processing"]["ray_nodes"] == 3
     (warning,) = [line for line in result.stderr.splitlines() if "warning" in line]
@@ -334,7 +334,7 @@ def test_nothing_else_imports_ray_and_bad_ray_flags_exit_2(tmp_path):
     bad = run_cli("compress", str(src), "-c", str(CONFIG), "-o", str(tmp_path / "x.jsonl"), "--engine", "spark")
     assert bad.code == 2 and bad.stderr.count("\n") == 1 and "--engine" in bad.stderr
     nowhere = run_cli("compress", str(src), "-c", str(CONFIG), "-o", str(tmp_path / "x.jsonl"), "--engine", "ray",
-                      "--ray-address", f"127.0.0.1:{ray_cluster.free_port()}", timeout=120)
+                      "--ray-address", f"127.0.0.1:{ray_cluster.free_port()}")
     assert nowhere.code == 2 and "cannot join the Ray cluster" in nowhere.stderr and "Traceback" not in nowhere.stderr
     assert not (tmp_path / "x.jsonl").exists()
     both = run_cli("compress", str(src), "-c", str(CONFIG), "-o", str(tmp_path / "x.jsonl"), "--engine", "ray",

@@ -23,6 +23,7 @@ import pytest
 
 import ray_cluster
 from conftest import ROOT, SAMPLES, read_jsonl, run_cli, write_jsonl
+from processes import HANG_SECONDS
 from openai_server import ServerThread
 from s3_server import get, keys, put
 from test_checked_parts import overwrite, truncate
@@ -128,7 +129,7 @@ def test_a_driver_killed_then_a_part_damaged_in_the_store_resumes_to_the_same_by
         driver_env = {**os.environ, **_driver_env(env, stage)}
         proc = subprocess.Popen([sys.executable, "-m", "trajcomp.cli", *argv], cwd=ROOT, env=driver_env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 240
+        deadline = time.monotonic() + HANG_SECONDS
         while sum(k.endswith(".done.json") for k in keys(fs, home)) < 2:
             assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() is not None else "no parts"
             time.sleep(0.1)
@@ -154,7 +155,7 @@ def test_a_driver_killed_then_a_part_damaged_in_the_store_resumes_to_the_same_by
             local.write_bytes(get(fs, part))
             spoil(local)
             put(fs, part, local.read_bytes())
-        again = run_cli(*argv, env=_driver_env(env, stage), timeout=240)
+        again = run_cli(*argv, env=_driver_env(env, stage))
     assert again.code == 0, again.stderr
     warnings = [line for line in again.stderr.splitlines() if line.startswith("trajcomp: warning:")]
     assert len(warnings) == 1, again.stderr
@@ -182,7 +183,7 @@ def test_a_node_that_can_read_neither_gets_the_rows_from_the_driver(s3, hidden, 
     with ray_cluster.another_node(nodes, within=ray_cluster.hiding(hidden)):  # this process's environment: no AWS_* variables
         result = run_cli("compress", "s3://bucket/neither/a.jsonl", "-c", str(CONFIG), "-o", "s3://bucket/neither/out.jsonl",
                          "--json", "--html", "--engine", "ray", "--ray-address", nodes.address, "--ray-concurrency", "3",
-                         "--checkpoint-rows", "2", env=_driver_env(env, hidden / "stage"), timeout=240)
+                         "--checkpoint-rows", "2", env=_driver_env(env, hidden / "stage"))
     assert result.code == 0, result.stderr
     assert json.loads(result.stdout)["processing"]["ray_nodes"] == 3
     (warning,) = [line for line in result.stderr.splitlines() if line.startswith("trajcomp: warning:")]

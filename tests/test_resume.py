@@ -14,6 +14,7 @@ import pytest
 
 from conftest import ROOT, read_jsonl, run_cli, write_jsonl
 from openai_server import ServerThread
+from processes import HANG_SECONDS
 
 from trajcomp.reports.text import render_report
 
@@ -59,7 +60,7 @@ def start(argv: list[str]) -> subprocess.Popen:
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
-def wait_for_parts(out: Path, parts: int, proc: subprocess.Popen, timeout: float = 120) -> None:
+def wait_for_parts(out: Path, parts: int, proc: subprocess.Popen, timeout: float = HANG_SECONDS) -> None:
     deadline = time.monotonic() + timeout
     while sum(len(list(work.glob("file-*/*.done.json"))) for work in work_folders(out)) < parts:
         assert proc.poll() is None, "the run ended before it could be interrupted"
@@ -139,7 +140,7 @@ def test_ctrl_c_or_sigterm_stops_gracefully_and_resumes(tmp_path, dataset, bpe_t
         out = tmp_path / "run" / "out.jsonl"
         proc = run_held_midway(server, dataset, out, bpe_tokenizer, 2)
         proc.send_signal(sig)
-        _, stderr = proc.communicate(timeout=60)
+        _, stderr = proc.communicate(timeout=HANG_SECONDS)
         assert proc.returncode == code, stderr
         assert "resume" in stderr and "Traceback" not in stderr
         assert not out.exists()
@@ -195,7 +196,7 @@ def test_a_second_run_on_the_same_output_is_refused_even_with_restart(tmp_path, 
             assert second.code == 2, second.stderr
             assert "another trajcomp run is writing to the same output" in second.stderr
         thaw(server)
-        _, stderr = proc.communicate(timeout=120)
+        _, stderr = proc.communicate(timeout=HANG_SECONDS)
         assert proc.returncode == 0, stderr
     assert out.read_bytes() == ref.read_bytes()
 

@@ -1,23 +1,26 @@
 """`trajcomp show`: rows of an output paired with their input rows, counted, explained, as text, JSON and pages.
 
-The runs are made in this process (`main`, as the console script calls it): a CLI subprocess costs
-~2 s of start-up, and only one test needs the real one.
+Most runs are made in this process (`main`, as the console script calls it): a CLI subprocess costs
+~2 s of start-up. A folder run as `make demo` makes it, and what show does with its files and its
+folder, go through the real CLI.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
 
 from browser import dump_dom, parse, screenshot
-from conftest import DEMO_TOKENIZER, read_jsonl, run_cli
+from conftest import DEMO_TOKENIZER, ROOT, SAMPLES, read_jsonl, run_cli
 from test_cli import hermes_rows, write_lines
 from trajcomp.cli.commands import main
 from trajcomp.core.tokens import TokenCounter
-from trajcomp.reports.rows import Choice, run_of, views
+from trajcomp.reports.rows import Choice, views
+from trajcomp.reports.runs import run_of
 
 TARGET = 2500
 BUDGET = ("--tokenizer", str(DEMO_TOKENIZER), "--target-max-tokens", str(TARGET), "--summary-target-tokens", "200")
@@ -85,7 +88,7 @@ def test_json_fields_equal_a_recount(runs, capsys, counter):
     shown = shown_json(capsys, d / "out.jsonl", "--input", src, "--status", "compressed", "--limit", "3")
     assert len(shown) == 3
     for item in shown:
-        assert set(item) == {"row", "id", "status", "tokens_before", "tokens_after", "summary", "kept", "replaced", "input", "why"}
+        assert set(item) == {"row", "output", "id", "status", "tokens_before", "tokens_after", "summary", "kept", "replaced", "input", "why"}
         out, inp = outputs[item["id"]], inputs[item["id"]]
         assert item["input"] == f"in.jsonl:{line_of[item['id']]}" and item["status"] == "compressed"
         kept = [t["value"] for t in out["conversations"]]
@@ -212,3 +215,101 @@ def test_openai_rows_are_paired_and_shown(tmp_path, counter):
         assert (start, end) == (region["start_idx"], region["end_idx"])
         assert view.kept[start].summary and len(view.replaced) == end - start > 0
         assert [t.role for t in view.input_turns[:start]] == [t.role for t in view.kept[:start]]
+
+
+# A folder run as `make demo` makes it: data_samples with configs/demo.yaml, one file in a nested folder, and
+# a file of short rows (under the target, left as they are) with one long row among them.
+DEMO_TARGET = "(target 4,000)"
+
+
+@pytest.fixture(scope="module")
+def folder_run(tmp_path_factory):
+    d = tmp_path_factory.mktemp("folder")
+    (d / "in" / "nested" / "deeper").mkdir(parents=True)
+    shutil.copy(SAMPLES / "hermes_coding_runs.jsonl", d / "in")
+    shutil.copy(SAMPLES / "hermes_research_runs.jsonl", d / "in" / "nested" / "deeper")
+    long = read_jsonl(SAMPLES / "hermes_coding_runs.jsonl")[2:10]
+    short = [{**row, "conversations": row["conversations"][:3]} for row in long[1:]]
+    write_lines(d / "in" / "nested" / "mixed.jsonl", short[:5] + long[:1] + short[5:])
+    res = run_cli("compress", str(d / "in"), "-c", str(ROOT / "configs" / "demo.yaml"), "-o", str(d / "out"), "-q")
+    assert res.code == 0, res.stderr
+    # Another folder run into a folder inside the first's, with another target: its files are its own.
+    res = run_cli("compress", str(d / "in" / "nested"), "-c", str(ROOT / "configs" / "demo.yaml"), "-o",
+                  str(d / "out" / "again"), "--target-max-tokens", "3500", "-q")
+    assert res.code == 0, res.stderr
+    shutil.copy(d / "out" / "hermes_coding_runs.jsonl", d / "out" / "stray.jsonl")  # no run wrote it there
+    return d
+
+
+def test_a_file_of_a_folder_run_is_shown_with_the_runs_report(folder_run, counter):
+    d = folder_run
+    for rel in ("hermes_coding_runs.jsonl", "nested/deeper/hermes_research_runs.jsonl"):
+        res = run_cli("show", f"out/{rel}", "--status", "compressed", "--limit", "1", cwd=d)
+        assert res.code == 0 and DEMO_TARGET in res.stdout, res.stderr
+    res = run_cli("show", str(d / "out" / "nested" / "mixed.jsonl"), "--json")
+    shown = json.loads(res.stdout)
+    outputs = read_jsonl(d / "out" / "nested" / "mixed.jsonl")
+    for item in shown:
+        kept = [t["value"] for t in outputs[item["row"] - 1]["conversations"]]
+        assert [t["tokens"] for t in item["kept"]] == counter.count(kept), "counted with the run's tokenizer"
+        assert item["output"] == "mixed.jsonl"
+    assert any(item["why"] is None and item["summary"] for item in shown)
+
+
+def test_the_report_found_is_the_nearest_that_names_the_file(folder_run):
+    d = folder_run
+    res = run_cli("show", str(d / "out" / "again" / "deeper" / "hermes_research_runs.jsonl"), "--limit", "1")
+    assert res.code == 0 and "(target 3,500)" in res.stdout, res.stderr
+    res = run_cli("show", str(d / "out" / "stray.jsonl"), "--limit", "1")
+    assert res.code == 2 and res.stderr.count("\n") == 1 and "give its tokenizer with --tokenizer" in res.stderr
+    res = run_cli("show", str(d / "out" / "stray.jsonl"), "--limit", "1", "--tokenizer", str(DEMO_TOKENIZER))
+    assert res.code == 0 and DEMO_TARGET not in res.stdout, "the report above did not write it: its target is not this file's"
+
+
+def test_a_folder_shows_rows_across_its_outputs_the_changed_first(folder_run):
+    d = folder_run
+    res = run_cli("show", str(d / "out"), "--json", "--limit", "1000")
+    assert res.code == 0, res.stderr
+    shown = json.loads(res.stdout)
+    files = {"hermes_coding_runs.jsonl": 42, "nested/deeper/hermes_research_runs.jsonl": 20, "nested/mixed.jsonl": 8}
+    assert sorted({item["output"] for item in shown}) == sorted(files), "the run's outputs, not another run's or a stray"
+    assert len(shown) == sum(files.values()) == len({(item["output"], item["row"]) for item in shown})
+    changed = [item["summary"] is not None for item in shown]
+    assert changed == sorted(changed, reverse=True) and 0 < changed.count(False) < len(changed)
+    res = run_cli("show", "out/nested", "--json", "--limit", "1000", cwd=d)
+    assert res.code == 0, res.stderr
+    assert {item["output"] for item in json.loads(res.stdout)} == {"deeper/hermes_research_runs.jsonl", "mixed.jsonl"}
+    res = run_cli("show", str(d / "out"), "--limit", "2")
+    assert res.code == 0 and res.stdout.count("── row") == 2 and DEMO_TARGET in res.stdout, res.stderr
+
+
+@pytest.mark.parametrize("args, said", [
+    (("out", "--row", "1"), "--row is for one output file, not a folder: give one of the 3 in out, such as out/hermes_coding_runs.jsonl"),
+    (("out", "--input", "in"), "--input is for one output file, not a folder: give one of the 3 in out"),
+    (("in",), "in is a folder, and no compression_metrics.json of a folder run in it or above it names a file in it: give an output file"),
+    (("out/compression_metrics.json",), "out/compression_metrics.json is the report of a run, not an output: give one of "
+     "the 3 outputs it names, such as "),
+])
+def test_a_folder_that_cannot_be_shown_says_what_to_give(folder_run, args, said):
+    res = run_cli("show", *args, cwd=folder_run)
+    assert res.code == 2 and res.stderr.count("\n") == 1 and said in res.stderr, res.stderr
+
+
+def test_without_status_the_changed_rows_come_first(folder_run):
+    out = folder_run / "out" / "nested" / "mixed.jsonl"
+    statuses = [r["compression_metrics"]["was_compressed"] for r in read_jsonl(out)]
+    assert statuses.count(True) == 1 and statuses.index(True) > 0, "one changed row, after unchanged ones"
+    for seed in range(3):
+        res = run_cli("show", str(out), "--limit", "1", "--json", "--seed", str(seed))
+        (item,) = json.loads(res.stdout)
+        assert item["row"] == statuses.index(True) + 1 and item["status"] == "compressed" and item["summary"]
+    res = run_cli("show", str(out), "--limit", "4", "--json")
+    rows = [item["row"] for item in json.loads(res.stdout)]
+    assert rows[0] == statuses.index(True) + 1 and rows[1:] == sorted(rows[1:]) and len(rows) == 4
+
+
+def test_a_dataset_folder_is_one_output_not_a_folder_of_them(tmp_path):
+    src = write_lines(tmp_path / "in.jsonl", read_jsonl(SAMPLES / "hermes_research_runs.jsonl")[:4])
+    assert cli("compress", src, "-o", tmp_path / "ds", "--output-format", "hf", *BUDGET, "-q") == 0
+    res = run_cli("show", str(tmp_path / "ds"), "--row", "2")
+    assert res.code == 0 and "── row 2 " in res.stdout and f"(target {TARGET:,})" in res.stdout, res.stderr

@@ -32,7 +32,7 @@ import measure_checks  # noqa: E402
 COUNTER = TokenCounter(str(DEMO_TOKENIZER))
 ALL = ck.Checks.from_config(load_config())
 # Which check each of the test server's bad answers must fail.
-CHECK_OF = {"refusal": "refusal", "loop": "repetition", "language": "language", "empty": "too_little", "echo": "echo"}
+CHECK_OF = {"refusal": "refusal", "refusal_paragraph": "refusal", "loop": "repetition", "language": "language", "empty": "too_little", "echo": "echo"}
 
 EN_TURNS = [("gpt", "<think>\nThe failure is probably in the tokenizer; running the tests should show the failing "
                     "assertion, and then I will read the parser and fix the boundary of the loop.\n</think>\n"
@@ -170,7 +170,7 @@ WORDS = st.lists(st.sampled_from("the parser test failed ran fixed file loop val
 @settings(max_examples=60, deadline=None)
 @given(WORDS, st.integers(3, 8), st.sampled_from([" ", "\n", ""]))
 def test_any_text_repeated_three_times_or_more_fails_repetition(words, k, sep):
-    text = sep.join([" ".join(words)] * k)
+    text = sep.join([" ".join(words) + "."] * k)  # the period: with no separator, no two words fuse into one
     assert ck.measures(text)["duplicate_ngram"] > ALL.limits.duplicate_ngram_max_share
     assert failed(text, checks=ck.Checks(("repetition",), ALL.limits)) == "repetition"
 
@@ -329,3 +329,11 @@ def test_one_long_line_that_opens_as_a_heading_is_not_a_label():
 
     assert is_label("## Goal\n## Completed Actions") and is_label("Summary:")
     assert not is_label("## Turn 1 the assistant ran pytest -x tests/ and 3 tests failed in src/parser.py, then fixed it")
+
+
+def test_a_short_list_of_calls_to_one_file_is_no_loop_and_a_short_loop_still_is():
+    listed = "\n".join(f"read_file(path=src/retry.js) -> {n} lines, {n * 44} chars" for n in (54, 89, 75, 105))
+    listed += "\n(33 less important items omitted)"
+    assert len(ck.units(listed)) < ck.MIN_NGRAM_UNITS and failed(listed, checks=ck.Checks(("repetition",), ALL.limits)) is None
+    looped = "The tests failed again. " * 8  # 32 units: its 10-grams recur, whatever the n-gram minimum
+    assert failed(looped, checks=ck.Checks(("repetition",), ALL.limits)) == "repetition"

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from conftest import ROOT, run_cli, write_jsonl
 from openai_server import ServerThread
+from processes import HANG_SECONDS
 from test_resume import args, cached_summaries, freeze, hermes_row, thaw, wait_for_parts
 
 from trajcomp.core.batching import usable_cores
@@ -174,7 +175,7 @@ def alive(processes: dict[int, str]) -> list[int]:
     return [p for p, started in processes.items() if (s := _stat(p)) is not None and s[0] != "Z" and s[19] == started]
 
 
-def wait_gone(processes: dict[int, str], timeout: float = 30) -> list[int]:
+def wait_gone(processes: dict[int, str], timeout: float = HANG_SECONDS) -> list[int]:
     deadline = time.monotonic() + timeout
     while alive(processes) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -240,7 +241,7 @@ def test_sigterm_ctrl_c_or_a_dead_worker_stops_every_worker_and_the_run_resumes(
             proc.send_signal(signal.SIGTERM)
         else:
             os.kill(min(workers), signal.SIGKILL)
-        _, stderr = proc.communicate(timeout=60)
+        _, stderr = proc.communicate(timeout=HANG_SECONDS)
         code, said = STOPS[how]
         assert proc.returncode == code, stderr
         assert said in stderr and "resume" in stderr and "Traceback" not in stderr

@@ -256,8 +256,9 @@ def _pages(report, layout, page: Path, counter, cfg) -> list[Path]:
     from ..reports.markup import write_page
     from ..reports.page import report_page
     from ..reports.pairing import PairingError
-    from ..reports.rows import Run, rows_page_path, run_views
+    from ..reports.rows import rows_page_path, run_views
     from ..reports.rows_page import rows_page
+    from ..reports.runs import Run
 
     rows = rows_page_path(layout.report)
     try:  # inputs only listed, outputs Ray actors put straight into object storage: fetched for the page

@@ -16,7 +16,8 @@ from .errors import EXIT_FAILED, fail
 
 
 def show(
-    output: Path = typer.Argument(..., help="A compressed output written by compress (any of its formats).",
+    output: Path = typer.Argument(..., help="A compressed output written by compress (any of its formats), or "
+                                  "a folder run's output folder: rows of every output file in it.",
                                   show_default=False, metavar="OUTPUT"),
     inputs: Optional[list[Path]] = typer.Option(
         None, "--input", help="The input file(s) OUTPUT was compressed from, in the order compress read them "
@@ -25,7 +26,8 @@ def show(
     rows: Optional[list[int]] = typer.Option(None, "--row", min=1, help="Rows at this 1-based position in OUTPUT (repeatable)."),
     status: Optional[str] = typer.Option(
         None, help="Rows of this status: compressed, still_over_limit (every row over the limit, the worst "
-        "first), cannot_fit, failed or under_target. Without --id, --row or --status: any row."),
+        "first), cannot_fit, failed or under_target. Without --id, --row or --status: any row, those compression "
+        "changed first."),
     limit: int = typer.Option(5, min=1, help="At most this many rows by --status or of any status: a sample "
                               "(the worst first for still_over_limit)."),
     seed: int = typer.Option(0, help="Seed of that sample."),
@@ -34,15 +36,18 @@ def show(
     html: Optional[Path] = typer.Option(None, "--html", metavar="PAGE",
                                         help="Write the rows as one self-contained HTML page, before and after side by side."),
     tokenizer: Optional[str] = typer.Option(
-        None, help="Tokenizer to count with. Default: the run's, named in the report beside OUTPUT."),
+        None, help="Tokenizer to count with. Default: the run's, named in its report (beside OUTPUT, or a folder "
+        "run's compression_metrics.json in a folder above it)."),
 ) -> None:
     """Show rows of a compressed output: metrics, turns with their tokens, the summary turn, the turns it replaced.
 
     Colours and a pager on a terminal, plain text otherwise. Output rows are paired with --input rows
-    by content, in order (see the README), whatever was rejected, sampled or sharded.
+    by content, in order (see the README), whatever was rejected, sampled or sharded. Without --id,
+    --row or --status, the rows compression changed come first (--limit 1: a changed row, when any is).
 
     JSON keys (--json), one object per row:
-      row (1-based position in OUTPUT), id (when the rows have one), status,
+      row (1-based position in its file), output (that file: its name, or its path below the
+      folder OUTPUT), id (when the rows have one), status,
       tokens_before, tokens_after, summary (the summary turn's text, or null),
       kept [{role, tokens, summary}] (OUTPUT's turns),
       replaced [{role, tokens, value}] and input (file:line) with --input,
@@ -51,18 +56,21 @@ def show(
       tail_turns, tail_tokens, between_tokens, error}; else null).
     """
     from ..reports.pairing import PairingError
-    from ..reports.rows import STATUS_CHOICES, Choice, NotFound, run_of, views
+    from ..reports.rows import STATUS_CHOICES, Choice, NotFound, folder_views, views
+    from ..reports.runs import run_of
 
     if status is not None and status not in (*STATUS_CHOICES, "still_over"):
         fail(f"--status must be one of {', '.join(STATUS_CHOICES)}, got {status!r}")
     if not output.exists():
         fail(f"no output at {output}")
-    run = run_of(output)
+    outputs = _folder_outputs(output, bool(inputs), bool(rows))
+    run = run_of(outputs[0] if outputs else output)
     counter = _counter(tokenizer, run, output)
     choice = Choice(tuple(ids or ()), tuple(rows or ()), "still_over_limit" if status == "still_over" else status,
                     limit, seed)
     try:
-        shown = views(output, list(inputs or []), choice, counter, run)
+        shown = (folder_views(output, outputs, choice, counter, run) if outputs
+                 else views(output, list(inputs or []), choice, counter, run))
     except (NotFound, PairingError) as exc:
         fail(str(exc))
     except InputError as exc:
@@ -70,10 +78,37 @@ def show(
     _print(shown, full, as_json, html, output)
 
 
+def _folder_outputs(output: Path, inputs: bool, rows: bool) -> list[Path]:
+    """The output files of a folder run under `output` when it is a folder (not a dataset folder, which
+    is one output); [] for a file. A run's report, a folder that holds no output, or a flag that needs
+    one file with a folder, fails with what to give."""
+    from ..formats import is_dataset_folder
+    from ..reports.runs import FOLDER_REPORT, folder_outputs, outputs_named
+
+    named = outputs_named(output)
+    if named:
+        fail(f"{output} is the report of a run, not an output: give one of the {len(named)} outputs it names, "
+             f"such as {named[0]}")
+    if not output.is_dir() or is_dataset_folder(output):
+        return []
+    outputs = folder_outputs(output)
+    if not outputs:
+        fail(f"{output} is a folder, and no {FOLDER_REPORT} of a folder run in it or above it names a file in it: "
+             "give an output file")
+    needs_one = "--input" if inputs else "--row" if rows else None
+    if needs_one:
+        fail(f"{needs_one} is for one output file, not a folder: give one of the {len(outputs)} in {output}, "
+             f"such as {outputs[0]}")
+    return outputs
+
+
 def _counter(tokenizer: str | None, run, output: Path) -> TokenCounter:
+    from ..reports.runs import FOLDER_REPORT
+
     name = tokenizer or (run.config.tokenizer_name if run.report is not None else None)
     if name is None:
-        fail(f"no report beside {output} names the run's tokenizer: give it with --tokenizer")
+        fail(f"no report of the run that wrote {output} was found (beside it, or a folder run's {FOLDER_REPORT} "
+             "in a folder above it): give its tokenizer with --tokenizer")
     try:
         return TokenCounter(name, run.config.trust_remote_code)
     except TokenizerLoadError as exc:

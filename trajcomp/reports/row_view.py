@@ -44,7 +44,7 @@ class RowView:
     metrics: dict[str, Any] | None
     status: str | None
     kept: list[TurnView]
-    source: str = ""  # the output file
+    source: str = ""  # the output file: its name, or its path below the folder show was given
     input_where: str | None = None  # file:line of the input row, when paired
     replaced: list[TurnView] | None = None  # with the input: its turns the summary replaced
     input_turns: list[TurnView] | None = None
@@ -72,7 +72,7 @@ class RowView:
     def to_dict(self) -> dict[str, Any]:
         """The row as `show --json` prints it."""
         k = self.summary_index
-        out: dict[str, Any] = {"row": self.row}
+        out: dict[str, Any] = {"row": self.row, "output": self.source}
         if self.has_id:
             out["id"] = self.id
         out.update({

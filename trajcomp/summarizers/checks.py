@@ -11,42 +11,23 @@ from typing import Any, Sequence
 
 from ..core.config import CHECK_NAMES, DEFAULT_CHECK_THRESHOLDS, enabled_checks
 from . import language
+from .language import units
+from .refusal import is_refusal, refusal_share
 
-__all__ = ["CHECK_FAILED", "CHECK_NAMES", "Checks", "Thresholds", "failed_check", "measures", "units"]
+__all__ = ["CHECK_FAILED", "CHECK_NAMES", "Checks", "Thresholds", "failed_check", "measures", "refusal_share", "units"]
 
 CHECK_FAILED = "check failed: "  # opens a failed attempt's reason, the check's name follows
 
-# Characters of scripts written without spaces: each one is a unit (a "word") of its own, so the
-# n-gram measures mean the same in Chinese, Japanese or Thai as in space-separated languages.
-_SPACELESS = "\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-UNIT = re.compile(rf"[{_SPACELESS}]|[^\W{_SPACELESS}]+")
 STATED = re.compile(r"at most about (\d+) tokens")  # the length the built-in prompts state
 TOP_NGRAMS = (2, 3, 4)  # Gopher's "most frequent n-gram" measure
 DUPLICATE_NGRAM = 10  # Gopher's "duplicated n-grams" measure, at its strictest n...
 LOOP_COUNT = 3  # ...counting the n-grams seen this often: a good summary may quote one command twice
 ECHO_NGRAM = 8  # an 8-unit run of the instructions in an answer is the instructions, not a summary
 QUOTED_SHARE = 0.5  # of an answer's characters in runs copied from the turns: it quotes them
-MIN_NGRAM_UNITS = 30  # below this an answer is too short for n-gram statistics to mean anything
+# Below this an answer is too short for n-gram statistics to mean anything (Gopher's own minimum
+# document length): a short list of calls to one file shares its prefix without being a loop.
+MIN_NGRAM_UNITS = 50
 
-REFUSAL_PATTERNS = (
-    # English
-    r"i'?m sorry\b", r"i am sorry\b", r"sorry, (but )?i\b", r"i apologi[sz]e\b",
-    r"i (can(no|')t|am unable to|'m unable to|am not able to|won'?t|will not) "
-    r"(help|assist|provide|do|comply|summari[sz]e|fulfil|create|write|share|support)",
-    r"as an ai\b", r"i must decline\b", r"i'?m not able to (help|assist|provide|summari[sz]e)",
-    # Spanish, Portuguese, French, German, Italian
-    r"lo siento\b", r"no puedo (ayudar|proporcionar|resumir|cumplir|hacer)", r"lamento\b",
-    r"desculpe\b", r"n[ãa]o posso (ajudar|fornecer|resumir)",
-    r"je suis d[ée]sol[ée]", r"d[ée]sol[ée],", r"je ne peux pas (aider|fournir|r[ée]sumer)",
-    r"es tut mir leid", r"ich kann (dabei |ihnen |dir )?(nicht|keine)", r"mi dispiace\b", r"non posso\b",
-    # Russian
-    r"извините", r"к сожалению, я не могу", r"я не могу (помочь|предоставить)",
-    # Chinese, Japanese, Korean
-    r"(很|非常)?抱歉", r"对不起", r"我(无法|不能)(提供|帮助|协助|完成|总结)", r"作为(一个)?(ai|人工智能)",
-    r"申し訳", r"すみません", r"お手伝いできません", r"죄송",
-)
-REFUSAL = re.compile(r"^\W*(" + "|".join(REFUSAL_PATTERNS) + ")", re.I)
-SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
 HEADING = re.compile(r"^\s*(#{1,6}\s|\*\*[^*]+\*\*\s*[:：]?\s*$)")
 LABELS = {"summary", "handoff", "handoff note", "context summary", "resumen", "résumé", "zusammenfassung",
           "riassunto", "resumo", "总结", "摘要", "概要", "要約", "요약", "n/a", "none", "no summary"}
@@ -89,16 +70,11 @@ def failed_check(text: str, body: dict[str, Any], checks: Checks, counter) -> st
     return None
 
 
-def units(text: str) -> list[str]:
-    """Words, with every character of a script written without spaces a word of its own."""
-    return UNIT.findall(text.lower())
-
-
 # ---- the checks: each True when the answer passes -------------------------------------------
 
 
 def _refusal(text, system, user, body, limits: Thresholds, counter) -> bool:
-    return refusal_share(text) < limits.refusal_max_share
+    return not is_refusal(text, limits.refusal_max_share)
 
 
 def _repetition(text, system, user, body, limits: Thresholds, counter) -> bool:
@@ -136,13 +112,6 @@ assert tuple(_PASSES) == CHECK_NAMES
 
 
 # ---- the measures ----------------------------------------------------------------------------
-
-
-def refusal_share(text: str) -> float:
-    """The share of the answer's characters in sentences that open as a refusal or an apology."""
-    sentences = [s.strip() for s in SENTENCE.findall(text) if s.strip()]
-    total = sum(len(s) for s in sentences)
-    return sum(len(s) for s in sentences if REFUSAL.match(s)) / total if total else 0.0
 
 
 def measures(text: str) -> dict[str, float]:

@@ -24,6 +24,14 @@ TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
 TOOL_RESPONSE = re.compile(r"<tool_response>\s*(.*?)\s*</tool_response>", re.S)
 THINK = re.compile(r"<think>(.*?)</think>", re.S)
 ERROR_LINE = re.compile(r"(error|exception|traceback|failed|failure|fatal|panic|denied|not found)", re.I)
+# A failed call is one whose output says so, never one whose successful output quotes an error word
+# (a commit subject, a test file's `pytest.raises(ValueError)`, a log's ERROR lines). A result with
+# a status (STATUS_KEYS) is judged by it alone; plain text by its exit status, else by a traceback or
+# a line that opens with an error label ("Error: ...", "fatal: ...", "FileNotFoundError: ...").
+STATUS_KEYS = ("exit_code", "returncode", "exit_status", "status_code")
+TRACEBACK = re.compile(r"^Traceback \(most recent call last\):", re.M)
+FAILURE_TEXT = re.compile(
+    r"^Traceback \(most recent call last\):|^\s*(?:[A-Z]\w*(?:Error|Exception)|(?i:error|fatal|panic))\s*:", re.M)
 EXIT_TEXT = re.compile(r"exit(?:ed)?(?: with)?(?: code| status)?[:= ]+(-?\d+)", re.I)
 PATH = re.compile(r"(?<![\w/.:-])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+\.[A-Za-z0-9]{1,6}\b")
 IDENTIFIER = re.compile(r"\b[0-9a-f]{7,40}\b|\bv?\d+\.\d+\.\d+[\w.-]*|(?<![\w#])#\d{2,}\b")
@@ -189,29 +197,53 @@ def _leaves(value: Any) -> list[str]:
 
 
 def _outcome(content: Any, facts: _Facts) -> str:
-    """Exit status, first error line and size of a tool result; collects paths and identifiers."""
-    status = None
+    """Exit status, what failed (only when the output says so) and size of a tool result; collects
+    paths and identifiers."""
     if isinstance(content, str):
         parsed = _parse_json(content)
         content = parsed if isinstance(parsed, (dict, list)) else content
-    if isinstance(content, dict):
-        for key in ("exit_code", "returncode", "exit_status", "status_code"):
-            if key in content:
-                status = content[key]
-                break
+    status = next((content[key] for key in STATUS_KEYS if key in content), None) if isinstance(content, dict) else None
     body = content if isinstance(content, str) else "\n".join(_leaves(content))
     if status is None and (m := EXIT_TEXT.search(body)):
         status = m.group(1)
     facts.files.update(dict.fromkeys(PATH.findall(body)))
     facts.idents.update(dict.fromkeys(IDENTIFIER.findall(body)))
     parts = [] if status is None else [f"exit {status}"]
-    error = next((line.strip() for line in body.splitlines() if ERROR_LINE.search(line)), None)
-    if error:
-        facts.errors[_clip(error, 200)] = None
-        parts.append("error: " + _clip(error, 200))
+    if _failed(content, status, body):
+        error = _error_line(content, body)
+        facts.errors.update({_clip(error, 200): None} if error else {})
+        parts.append("error: " + _clip(error, 200) if error else "failed")
     lines = len(body.splitlines())
     parts.append(f"{lines} lines, {len(body)} chars")
     return "; ".join(parts)
+
+
+def _failed(content: Any, status: Any, body: str) -> bool:
+    """Whether the result says its call failed: its error field, success flag or status, else its text."""
+    if isinstance(content, dict) and any(k in content for k in ("error", "success", *STATUS_KEYS)):
+        if content.get("error") not in (None, "", [], {}, False) or content.get("success") is False:
+            return True
+        codes = {key: _number(content.get(key)) for key in STATUS_KEYS}
+        http = codes.pop("status_code")  # an HTTP status: 2xx and 3xx are no failure
+        return any(code not in (None, 0) for code in codes.values()) or (http or 0) >= 400
+    if status is not None:
+        return _number(status) != 0
+    return FAILURE_TEXT.search(body) is not None
+
+
+def _error_line(content: Any, body: str) -> str | None:
+    """The first line saying what went wrong (past a traceback's header), else the error field's text."""
+    line = next((line.strip() for line in body.splitlines() if ERROR_LINE.search(line) and not TRACEBACK.match(line)),
+                None)
+    error = content.get("error") if isinstance(content, dict) else None
+    return line or (error.strip() if isinstance(error, str) else None)
+
+
+def _number(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def fit(items: list[Item], budget: int, count, render=None) -> str:
