@@ -24,6 +24,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import Callable
 
@@ -33,6 +34,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import bench_data  # noqa: E402
 import bench_profile  # noqa: E402
 import bench_ray  # noqa: E402
+import swe_rows  # noqa: E402
 from bench_proc import CORES, Measurement, measure_call, measure_command, measure_split  # noqa: E402
 
 DEMO_TOKENIZER = ROOT / "data_samples" / "demo_tokenizer"
@@ -212,6 +214,7 @@ class Run:
     calls: int
     max_in_flight: int
     tokenizer_chars: int | None = None  # what trajcomp's tokenizer encoded (its report)
+    report: dict | None = None  # trajcomp's
 
 
 def run_trajcomp(s: Setup, src: Path, target: int, suffix: str = ".jsonl", latency: float | None = None,
@@ -224,7 +227,7 @@ def run_trajcomp(s: Setup, src: Path, target: int, suffix: str = ".jsonl", laten
         stats = server_stats(s)
     rows = report["rows"]["read"]
     return Run(m, rows, report["processing"]["duration_seconds"], stats["requests"], stats["max_in_flight"],
-               report["processing"].get("tokenizer_chars"))
+               report["processing"].get("tokenizer_chars"), report)
 
 
 def run_reference(s: Setup, src: Path, target: int, latency: float | None = None) -> Run:
@@ -319,6 +322,50 @@ def _summarizer_bound(s: Setup, latency: float) -> tuple[Figure, tuple[Run, Run]
         ref.seconds / run.m.wall, others([r.m for r in runs[0]]),
         f"{run.calls} calls for {run.rows} rows; trajcomp wall with start-up {run.m.wall:.1f} s",
     ), (run, ref)
+
+
+def pruning(s: Setup) -> list[Figure]:
+    """--prune on rows like SWE-agent's (scripts/swe_rows.py), three quarters of them over the target: the summaries
+    asked for and their prompt tokens, the assistant tokens kept, with and without it; and the pruned run's
+    speed against counting those rows (the endpoint answering at once: the run's own work is measured)."""
+    from tokenizers import Tokenizer
+
+    n = max(24, s.args.rows // 10)
+    src = s.work / "data" / f"swe_{n}.jsonl"
+    src.write_text("".join(json.dumps(row) + "\n" for row in swe_rows.rows("hermes", n, seed=s.args.seed)))
+    texts = [t["value"] for row in bench_data.load(src) for t in row["conversations"]]
+    limit_tok = Tokenizer.from_file(str(s.tokenizer / "tokenizer.json"))
+    counts = [len(e) for e in limit_tok.encode_batch(texts, add_special_tokens=False)]
+    turns = [len(row["conversations"]) for row in bench_data.load(src)]
+    target = percentile([sum(counts[a:a + k]) for a, k in zip(accumulate([0, *turns]), turns)], 0.25)
+
+    def limit():  # the counts of one call (warm: the tokenizer's word cache filled above)
+        with rust_threads(True):
+            return measure_call(lambda: [len(e) for e in limit_tok.encode_batch_fast(texts, add_special_tokens=False)])[0]
+
+    lims, plain_runs, pruned_runs = repeat(
+        s.args.repeats, limit, lambda: run_trajcomp(s, src, target, latency=0.0),
+        lambda: run_trajcomp(s, src, target, latency=0.0, extra=("--prune",)),
+    )
+    plain, pruned = (median_by(r, key=lambda run: run.seconds) for r in (plain_runs, pruned_runs))
+    prompt = [(run.report["summarization"].get("usage") or {}).get("prompt_tokens", 0) for run in (plain, pruned)]
+    kept = [run.report["assistant_tokens_kept"]["mean"] for run in (plain, pruned)]
+    rate, limit_rate = pruned.rows / pruned.seconds, n / min(m.wall for m in lims)
+    p = pruned.report["pruning"]
+    where = f"{n} SWE-like rows, target {target:,} (their p25)"
+    return [
+        Figure(f"Pruning: summary requests, {where}", f"{pruned.calls} requests, {prompt[1]:,} prompt tokens",
+               f"without --prune: {plain.calls} requests, {prompt[0]:,} prompt tokens",
+               pruned.calls / plain.calls if plain.calls else None, "<= 0.5",
+               plain.calls > 0 and pruned.calls * 2 <= plain.calls,
+               note=f"{p['rows_fit_without_summary']} rows fit by stubs alone; {p['outputs_pruned']} outputs pruned"),
+        Figure("Pruning: assistant tokens kept (mean, every row)", f"{kept[1]:.1%}", f"without --prune: {kept[0]:.1%}",
+               kept[1] / kept[0] if kept[0] else None, ">= 1", kept[1] >= kept[0]),
+        Figure("Pruning: speed of the --prune run (endpoint answering at once)", f"{rate:.1f} rows/s",
+               f"counting limit {limit_rate:.1f} rows/s (one encode_batch of the rows' turns)", rate / limit_rate,
+               others=others([r.m for r in pruned_runs]),
+               note=f"without --prune {plain.rows / plain.seconds:.1f} rows/s; wall with start-up {pruned.m.wall:.1f} s"),
+    ]
 
 
 def chat_template(s: Setup) -> list[Figure]:
@@ -689,7 +736,8 @@ def write_doc(path: Path, sections: list[tuple[dict, list[Figure], dict]], comma
 # ---------------------------------------------------------------- main
 
 
-MEASURES = (counting, pass_through, summarizer_bound, chat_template, workers, coordinator, ray_driver, ray_store, memory)
+MEASURES = (counting, pass_through, summarizer_bound, chat_template, pruning, workers, coordinator, ray_driver, ray_store,
+            memory)
 # Not in --quick's full run (tests/test_bench.py, CI), unless asked for with --only: a Ray cluster's start alone takes ~20 s.
 NOT_QUICK = (ray_driver, ray_store)
 

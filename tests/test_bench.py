@@ -12,7 +12,8 @@ from trajcomp.core.batching import usable_cores
 ROOT = Path(__file__).resolve().parent.parent
 
 FIGURES = ("Counting", "Pass-through, JSONL", "Pass-through, Parquet", "Summarizer-bound", "Pass-through, chat_template",
-           "Summarizer-bound, chat_template", "Tokenizer input", "Workers", "Memory")
+           "Summarizer-bound, chat_template", "Tokenizer input", "Pruning: summary requests", "Pruning: assistant tokens kept",
+           "Pruning: speed", "Workers", "Memory")
 
 
 def test_quick_bench_writes_its_table(tmp_path):

@@ -111,11 +111,12 @@ def test_reference_layout_loads_with_every_value_applied(tmp_path):
 
 def test_every_layout_key_round_trips(tmp_path):
     """A file with every key of LAYOUT set loads to exactly that layout again."""
-    data = CompressionConfig().to_sections()
+    data = CompressionConfig(prune=True).to_sections()
     data["tokenizer"]["name"] = "/abs/tokenizer"
     data["compression"].update(target_max_tokens=9000, summary_target_tokens=300, count_mode="chat_template",
                                chat_roles={"system": "system", "human": "user", "gpt": "model", "tool": "ipython"},
-                               max_passes=5)
+                               max_passes=5, prune_min_chars=50, prune_style="template",
+                               prune_template="[{tool} {argument}: {lines} lines]")
     data["summarization"].update(summarizer="openai", request_timeout=30.5, prompt_file="/abs/prompt.txt", cache=False)
     data["processing"]["on_failure"] = "extractive"
     path = write(tmp_path / "all.yaml", yaml.safe_dump(data, allow_unicode=True))

@@ -167,6 +167,15 @@ def test_selection_flags_take_the_same_rows_as_the_local_engine(cluster, jsonl_i
     _same_report(on_ray, local)
 
 
+def test_pruned_rows_equal_the_local_engine(cluster, jsonl_inputs, tmp_path):
+    local = _local(jsonl_inputs, tmp_path / "local", "--prune")
+    assert local["pruning"]["outputs_pruned"] > 0 and local["pruning"]["rows_fit_without_summary"] > 0
+    on_ray = _ray(jsonl_inputs, tmp_path / "ray", cluster, "--prune")
+    _same_files(tmp_path / "ray", tmp_path / "local")
+    _same_report(on_ray, local)
+    assert on_ray["pruning"] == local["pruning"]
+
+
 def _openai_flags(tok: Path, url: str) -> tuple[str, ...]:
     return ("--tokenizer", str(tok), "--target-max-tokens", str(TARGET), "--summary-target-tokens",
             str(SUMMARY_TARGET), "--summarizer", "openai", "--model", MODEL, "--api-key-env", NO_KEY_ENV,

@@ -303,6 +303,11 @@ REPORT_PATHS = {
     "identifier_retention": ("identifier_retention", "mean"),
     "assistant_tokens_kept": ("assistant_tokens_kept", "mean"),
     "human_turns_cut": ("human_turns_cut", "turns"),
+    "rows_pruned": ("pruning", "rows_pruned"),
+    "outputs_pruned": ("pruning", "outputs_pruned"),
+    "outputs_deduplicated": ("pruning", "outputs_deduplicated"),
+    "pruned_tokens_saved": ("pruning", "tokens_saved"),
+    "summaries_avoided": ("pruning", "summaries_avoided"),
     "summary_passes": ("passes",),  # summed: passes x rows
     "api_calls": ("summarization", "api_calls"),
     "http_requests": ("summarization", "http_requests"),

@@ -56,6 +56,7 @@ def compress(
     count_mode: opt.CountMode = None,
     chat_template: opt.ChatTemplate = None,
     max_passes: opt.MaxPasses = None,
+    prune: opt.Prune = False,
     summarizer: opt.Summarizer = None,
     summary_style: opt.SummaryStyle = None,
     summary_tokenizer: opt.SummaryTokenizer = None,

@@ -38,7 +38,8 @@ def compare(
     Figures: target_max_tokens, summary_target_tokens, rows_read, rows_written, rows_rejected, compressed,
       skipped_under_target, still_over_limit, cannot_fit, failed, tokens_before,
       tokens_after, tokens_saved, compression_ratio, p50_tokens_after, p99_tokens_after,
-      identifier_retention, assistant_tokens_kept, human_turns_cut, summary_passes, api_calls, http_requests, retries, cache_hits,
+      identifier_retention, assistant_tokens_kept, human_turns_cut, rows_pruned, outputs_pruned,
+      outputs_deduplicated, pruned_tokens_saved, summaries_avoided (with --prune), summary_passes, api_calls, http_requests, retries, cache_hits,
       answers_failed_checks, rows_fallen_back_on_checks,
       prompt_tokens, completion_tokens, latency_p95_ms, duration_seconds, rows_per_second.
     """

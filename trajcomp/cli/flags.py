@@ -18,6 +18,7 @@ def config_from_flags(flags):
         count_mode=flag("count_mode"),
         chat_template=path("chat_template"),
         max_passes=flag("max_passes"),
+        prune=True if flag("prune") else None,
         summarizer=flag("summarizer"),
         summary_style=flag("summary_style"),
         summary_prefix=flag("summary_prefix"),

@@ -30,6 +30,11 @@ ChatTemplate = Annotated[Optional[Path], typer.Option(help="A chat template file
 MaxPasses = Annotated[Optional[int], typer.Option(
     help="Summaries per row at most, while it is still over (default 3).", min=1,
 )]
+Prune = Annotated[bool, typer.Option(
+    "--prune", help="Before any summary, make old tool outputs one-line stubs (the older copies of repeated "
+        "outputs first, then the oldest), only as many as the row needs to fit; summarize only rows still over "
+        "(compression.prune; stubs' style: compression.prune_style).",
+)]
 Summarizer = Annotated[Optional[str], typer.Option(help="Summarizer: extractive (offline default) or openai.")]
 SummaryStyle = Annotated[Optional[str], typer.Option(
     help="Summary shape: prose (default) or handoff (Active Task, Goal, Completed Actions, Active State, "

@@ -50,7 +50,7 @@ def show(
       folder OUTPUT), id (when the rows have one), status,
       tokens_before, tokens_after, summary (the summary turn's text, or null),
       kept [{role, tokens, summary}] (OUTPUT's turns),
-      replaced [{role, tokens, value}] and input (file:line) with --input,
+      replaced [{role, tokens, value}], stubbed [{turn, tokens, value}] (outputs --prune made stubs) and input (file:line) with --input,
       why (a row still over the limit: {text, target, head_turns, head_tokens,
       tail_turns, tail_tokens, between_tokens, error}; else null).
     """

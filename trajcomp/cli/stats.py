@@ -33,9 +33,8 @@ def stats(
     target_max_tokens: opt.TargetMaxTokens = None,
     summary_target_tokens: opt.SummaryTargetTokens = None,
     protect_last_n: opt.ProtectLastN = None,
-    count_mode: Optional[str] = typer.Option(
-        None, help="How a row's length is counted: turns or chat_template (as for compress)."
-    ),
+    count_mode: Optional[str] = typer.Option(None, help="How a row's length is counted: turns or chat_template (as for compress)."),
+    prune: opt.Prune = False,
     as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON on stdout."),
 ) -> None:
     """Token lengths of a dataset and what compress would do to it: no summarizer calls, nothing written.
@@ -48,13 +47,14 @@ def stats(
       target_max_tokens, summary_target_tokens, protect_last_n_turns,
       rows (valid rows), rows_rejected, reject_reasons {reason: rows},
       over_target, would_fit_after_compression, would_stay_over_target,
-      decisions {skipped_under_target, nothing_to_compress,
-                 no_net_savings, compress},
+      decisions {skipped_under_target, nothing_to_compress, no_net_savings, compress},
       summarizer_calls_needed, summary_tokens_needed,
       tokens_before, tokens_after_estimate {min, p50, p90, p99, max},
       lengths {edges, before, after}: rows per token-length bin, now and
         as planned (fixed bins, the same as a compress report's),
-      files (one {path, rows, rejected} per input file).
+      files (one {path, rows, rejected} per input file),
+      pruning {rows_pruned, rows_fit_without_summary, outputs_pruned, outputs_deduplicated, tokens_saved,
+               summaries_avoided} (--prune: rows are planned after their stubs, as compress does).
     """
     try:
         cfg = load_config(
@@ -64,6 +64,7 @@ def stats(
             protect_last_n_turns=protect_last_n,
             tokenizer_name=tokenizer,
             count_mode=count_mode,
+            prune=True if prune else None,
         )
         jobs = input_jobs(inputs)
         counter = TokenCounter.for_config(cfg)

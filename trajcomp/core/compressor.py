@@ -7,14 +7,15 @@ Counting, planning, summarizing and assembly happen in the row core and nowhere 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 from .assembly import Assembler
 from .config import CompressionConfig
-from .metrics import Outcome, RowMetrics
+from .metrics import Outcome, RowMetrics, assistant_share
 from .passes import Passes, plan_region, unchanged
 from .planner import Decision, PlanParams
+from .prune_fit import Pruned, Pruner, with_pruning
 from .rows import SHAREGPT, RowError, RowSchema, Turn
 from .sourcing import Sourcing
 from .summarizer import Summarizer, SummarizerUnavailable, SummaryPending
@@ -62,6 +63,7 @@ class TrajectoryCompressor:
         self.schema = RowSchema.from_config(config)
         params = plan_params(config, self.lengths)
         self.passes = Passes(config, self.counter, self.lengths, params, self.sourcing, Assembler(config, self.counter))
+        self.pruner = Pruner(config, self.lengths, params) if config.prune else None
 
     @property
     def summarizer(self) -> Summarizer:
@@ -120,16 +122,41 @@ class TrajectoryCompressor:
 
     async def compress_turns(self, native: list[dict[str, Any]], fmt=SHAREGPT) -> tuple[list[dict[str, Any]], RowMetrics]:
         """Compress validated turns of any row format (rows.py, openai_rows.py); the input is never mutated."""
+        out, metrics = await self._compress_turns(native, fmt)
+        if self.pruner is not None and metrics.pruned_outputs is None:  # pruning on: every row says what it pruned
+            metrics = replace(metrics, pruned_outputs=0)
+        return out, metrics
+
+    async def _compress_turns(self, native, fmt):
         turns = fmt.turns(native)
         target = self.config.target_max_tokens
         measured = await self._measure(native, fmt, turns, costs_above=target)
         if measured.total <= target:
             return native, unchanged(Outcome.SKIPPED_UNDER_TARGET, turns, measured, target, None)
+        pruned = await self.pruner.fit(native, fmt, turns, measured) if self.pruner is not None else None
+        if pruned is not None:
+            out, metrics = await self._summarize_pruned(fmt, turns, measured, pruned)
+            return out, with_pruning(metrics, measured, pruned)
         p = plan_region(self.params, turns, measured, fmt)
         if p.decision is not Decision.COMPRESS:
             region = (p.start, p.end) if p.decision is Decision.NO_NET_SAVINGS else None
             return native, unchanged(_UNCHANGED[p.decision], turns, measured, target, region, cannot_fit=True)
         return await self.passes.run(native, fmt, turns, measured, p)
+
+    async def _summarize_pruned(self, fmt, turns: list[Turn], measured: Measured, pruned: Pruned):
+        """A pruned row as it is when it fits, else summarized: the region planned on its stubbed length (the
+        stubs cost little, so it reaches no further than without them), the summary written from `turns`."""
+        target, now = self.config.target_max_tokens, pruned.measured
+        if now.total <= target:
+            kept = assistant_share([t.role for t in turns], measured.costs, None)
+            n = len(turns)
+            return pruned.native, RowMetrics(Outcome.COMPRESSED, now.total, now.total, n, n, target,
+                                             assistant_tokens_kept=kept)
+        p = plan_region(self.params, turns, now, fmt)
+        if p.decision is not Decision.COMPRESS:
+            region = (p.start, p.end) if p.decision is Decision.NO_NET_SAVINGS else None
+            return pruned.native, unchanged(_UNCHANGED[p.decision], turns, now, target, region, cannot_fit=True)
+        return await self.passes.run(pruned.native, fmt, turns, now, p, original=measured)
 
     async def _measure(self, native, fmt, turns: Sequence[Turn], costs_above: int | None) -> Measured:
         messages = fmt.chat_messages(native, self.config.chat_roles) if self.lengths.mode == "chat_template" else ()

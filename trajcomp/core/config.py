@@ -12,6 +12,7 @@ from typing import Any, Mapping
 import yaml
 
 from .rows import DEFAULT_ROLES, DIALECTS, ROLES
+from .stubs import style_problem
 from .summary_turn import DEFAULT_PREFIX, STYLES
 
 
@@ -56,6 +57,11 @@ class CompressionConfig:
     count_mode: str = "turns"
     chat_roles: dict[str, str] = dataclasses.field(default_factory=lambda: dict(DEFAULT_CHAT_ROLES))
     max_passes: int = 3
+    # Old tool outputs become one-line stubs before any summary, as few as fit the row (core/pruning.py).
+    prune: bool = False
+    prune_min_chars: int = 200  # an output this long or shorter is never stubbed
+    prune_style: str = "hermes"  # hermes, swe-agent, openhands or template (core/stubs.py)
+    prune_template: str | None = None
     # protected_turns
     protect_first_system: bool = True
     protect_first_human: bool = True
@@ -113,9 +119,11 @@ class CompressionConfig:
         return dataclasses.replace(self, **changes)
 
     def to_sections(self) -> dict[str, dict[str, Any]]:
-        """The effective config in the YAML section layout (for the report and resume fingerprints)."""
+        """The effective config in the YAML section layout (for the report and resume fingerprints);
+        the pruning keys only when pruning is on, so that runs without it keep their reports' bytes."""
         return {
-            section: {key: getattr(self, name) for key, name in keys.items()}
+            section: {key: getattr(self, name) for key, name in keys.items()
+                      if self.prune or not name.startswith("prune")}
             for section, keys in LAYOUT.items()
         }
 
@@ -131,6 +139,8 @@ LAYOUT: dict[str, dict[str, str]] = {
         "count_mode": "count_mode",
         "chat_roles": "chat_roles",
         "max_passes": "max_passes",
+        "prune": "prune", "prune_min_chars": "prune_min_chars", "prune_style": "prune_style",
+        "prune_template": "prune_template",
     },
     "protected_turns": {
         "first_system": "protect_first_system",
@@ -229,7 +239,7 @@ def validate(cfg: CompressionConfig) -> None:
     for name in positive:
         if getattr(cfg, name) is not None and getattr(cfg, name) <= 0:
             raise ConfigError(f"{_key(name)} must be > 0, got {getattr(cfg, name)}")
-    for name in ("protect_last_n_turns", "max_retries", "retry_delay", "temperature", "max_consecutive_failures",
+    for name in ("protect_last_n_turns", "prune_min_chars", "max_retries", "retry_delay", "temperature", "max_consecutive_failures",
                  "num_workers"):
         if getattr(cfg, name) < 0:
             raise ConfigError(f"{_key(name)} must be >= 0, got {getattr(cfg, name)}")
@@ -247,6 +257,8 @@ def validate(cfg: CompressionConfig) -> None:
         raise ConfigError(f"{_key('summary_style')} must be one of {', '.join(STYLES)}, got {cfg.summary_style!r}")
     if not cfg.summary_prefix.strip():
         raise ConfigError(f"{_key('summary_prefix')} must not be empty: it marks the summary turn for the model")
+    if style_problem(cfg.prune_style, cfg.prune_template):
+        raise ConfigError(f"compression.{style_problem(cfg.prune_style, cfg.prune_template)}")
     if cfg.count_mode not in COUNT_MODES:
         raise ConfigError(f"{_key('count_mode')} must be one of {', '.join(COUNT_MODES)}, got {cfg.count_mode!r}")
     _validate_chat_roles(cfg.chat_roles)

@@ -44,6 +44,11 @@ class RowMetrics:
     assistant_tokens_kept: float | None = None
     # The check each answer turned away failed (summarizers/checks.py), over all the row's passes.
     summary_checks_failed: tuple[str, ...] = ()
+    # With compression.prune (None without it): the tool outputs the row holds as stubs, those of them
+    # that were older copies of a later output, and the tokens the stubs saved.
+    pruned_outputs: int | None = None
+    deduplicated_outputs: int = 0
+    pruned_tokens: int = 0
 
     @property
     def fell_back_on_checks(self) -> bool:
@@ -106,6 +111,9 @@ class RowMetrics:
         }
         if self.summary_checks_failed:  # only then: rows of runs with no failed check keep their bytes
             out["summary_checks_failed"] = list(self.summary_checks_failed)
+        if self.pruned_outputs is not None:  # only with compression.prune: rows without it keep their bytes
+            out.update(pruned_outputs=self.pruned_outputs, deduplicated_outputs=self.deduplicated_outputs,
+                       pruned_tokens=self.pruned_tokens)
         return out
 
 
@@ -195,6 +203,13 @@ class Aggregate:
     rows_with_human_turns_cut: int = 0
     checks_failed: Counter = field(default_factory=Counter)  # check -> answers it turned away
     rows_fallen_back_on_checks: int = 0
+    # compression.prune: rows holding stubs, those of them fit with no summary, their stubs, the stubs
+    # that were older copies of a later output, and the tokens the stubs saved
+    pruned_rows: int = 0
+    pruned_fit_rows: int = 0
+    pruned_outputs: int = 0
+    deduplicated_outputs: int = 0
+    pruned_tokens: int = 0
     worst: list = field(default_factory=list)  # at most WORST_ROWS rows most over the limit, worst first
     reject_reasons: Counter = field(default_factory=Counter)
     not_sampled: int = 0
@@ -229,7 +244,17 @@ class Aggregate:
         self.human_turns_cut += m.human_turns_cut
         self.rows_with_human_turns_cut += m.human_turns_cut > 0
         self._add_checks(m)
+        self._add_pruning(m)
         self._note_worst(m, m.status, source, line)
+
+    def _add_pruning(self, m: RowMetrics) -> None:
+        if not m.pruned_outputs:
+            return
+        self.pruned_rows += 1
+        self.pruned_fit_rows += m.passes == 0 and not m.still_over_limit
+        self.pruned_outputs += m.pruned_outputs
+        self.deduplicated_outputs += m.deduplicated_outputs
+        self.pruned_tokens += m.pruned_tokens
 
     def _add_checks(self, m: RowMetrics) -> None:
         self.checks_failed.update(m.summary_checks_failed)

@@ -81,8 +81,12 @@ class Passes:
         self.config, self.counter, self.lengths, self.params = config, counter, lengths, params
         self.sourcing, self.assembler = sourcing, assembler
 
-    async def run(self, native, fmt, turns: Sequence[Turn], measured: Measured, p: Plan):
-        """The compressed turns and their metrics, or the row as it was when no summary could be had."""
+    async def run(self, native, fmt, turns: Sequence[Turn], measured: Measured, p: Plan,
+                  original: Measured | None = None):
+        """The compressed turns and their metrics, or the row as it was when no summary could be had.
+
+        A pruned row (core/prune_fit.py) is `native` and `measured` with its stubs, while `turns` and
+        `original` are the input's: summaries are written from the original turns, never from stubs."""
         target = self.config.target_max_tokens
         tally, best, last = Tally(), None, None
         stated, previous, covered, more, region = None, None, 0, 0, None
@@ -92,7 +96,7 @@ class Passes:
             stated = None if stated is None or stated >= region.room else stated
             request = SummaryRequest(
                 tuple(turns[p.start : p.end]), region.room, self.config.per_trajectory_timeout, stated,
-                previous, covered, self._text_costs(measured, p), region.identifiers,
+                previous, covered, self._text_costs(original or measured, p), region.identifiers,
                 self.config.summary_style, region.goal,
             )
             try:

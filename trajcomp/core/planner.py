@@ -76,9 +76,15 @@ def plan(roles: Sequence[str], counts: Sequence[int], params: PlanParams, fixed:
 def summarizable(roles: Sequence[str], params: PlanParams, parity: int | None = None) -> tuple[int, int]:
     """[start, limit): the turns a summary may replace; those before are the protected head, those
     after the protected tail (empty when start >= limit)."""
-    tail_start = max(0, len(roles) - params.protect_last_n_turns)
-    start = _region_start(roles, _head_end(roles, params, tail_start), tail_start, parity)
+    head_end, tail_start = protected_bounds(roles, params)
+    start = _region_start(roles, head_end, tail_start, parity)
     return start, _region_limit(roles, start, tail_start, parity)
+
+
+def protected_bounds(roles: Sequence[str], params: PlanParams) -> tuple[int, int]:
+    """(head_end, tail_start): the turns before head_end are the protected head, those from tail_start the tail."""
+    tail_start = max(0, len(roles) - params.protect_last_n_turns)
+    return _head_end(roles, params, tail_start), tail_start
 
 
 def _head_end(roles: Sequence[str], params: PlanParams, tail_start: int) -> int:

@@ -9,13 +9,14 @@ from itertools import islice
 from typing import Iterable, Iterator
 
 from ..core.metrics import distribution
-from ..core.planner import Decision, PlanParams, plan
+from ..core.planner import Decision, Plan, PlanParams, plan
+from ..core.prune_fit import Pruned, Pruner
 from ..core.rows import RowError, RowSchema
-from ..core.tokens import TokenCounter, lengths_for
+from ..core.tokens import Measured, TokenCounter, lengths_for
 from ..formats import Record, format_for
 from ..formats.base import read_checked
 from ..reports.build import lengths
-from ..reports.schema import DatasetStats, FileRows, Percentiles, TokenizerInfo
+from ..reports.schema import DatasetStats, FileRows, Percentiles, Pruning, TokenizerInfo
 from .paths import FileJob
 from .selection import Selection, Taker
 
@@ -32,12 +33,29 @@ class Estimate:
     before: array = field(default_factory=lambda: array("q"))
     after: array = field(default_factory=lambda: array("q"))
     files: list[FileRows] = field(default_factory=list)
+    pruning: Pruning | None = None  # with compression.prune
 
-    def add(self, total: int, decision: Decision, region_tokens: int) -> None:
+    def add(self, total: int, decision: Decision, region_tokens: int, pruned_total: int | None = None) -> None:
+        """A row of `total` tokens (`pruned_total` once pruned) and its plan."""
         self.decisions[decision.value] += 1
         self.before.append(total)
         saved = region_tokens - self.params.summary_tokens if decision is Decision.COMPRESS else 0
-        self.after.append(total - saved)
+        self.after.append((total if pruned_total is None else pruned_total) - saved)
+
+    def add_pruned(self, measured: Measured, pruned: Pruned, before: Plan, after: Plan) -> None:
+        """A pruned row: its stubs outside the region still planned (`after`), and whether a summary was avoided."""
+        region = range(after.start, after.end) if after.decision is Decision.COMPRESS else range(0)
+        kept = [c for c in pruned.stubbed if c.index not in region]
+        p = self.pruning
+        p.rows_pruned += bool(kept)
+        p.rows_fit_without_summary += pruned.measured.total <= self.params.target_max_tokens
+        p.outputs_pruned += len(kept)
+        p.outputs_deduplicated += sum(c.duplicate for c in kept)
+        if len(kept) < len(pruned.stubbed):
+            p.tokens_saved += sum(measured.costs[c.index] - pruned.measured.costs[c.index] for c in kept)
+        else:
+            p.tokens_saved += measured.total - pruned.measured.total
+        p.summaries_avoided += before.decision is Decision.COMPRESS and after.decision is not Decision.COMPRESS
 
     def to_stats(self, inputs: list[str], tokenizer: TokenizerInfo, with_not_taken: bool = False) -> DatasetStats:
         """The figures as a DatasetStats; `with_not_taken` adds the rows a sample or shard left out (--dry-run)."""
@@ -64,6 +82,7 @@ class Estimate:
             tokens_after_estimate=Percentiles(**distribution(self.after)),
             lengths=lengths(self.before, self.after),
             files=list(self.files),
+            pruning=self.pruning,
         )
 
 
@@ -74,25 +93,47 @@ def estimate(files: Iterable[FileJob], selection: Selection, counter: TokenCount
 
     lengths = lengths_for(cfg.count_mode, counter)
     params, schema = plan_params(cfg, lengths), RowSchema.from_config(cfg)
-    result = Estimate(params, cfg.summary_target_tokens)
+    pruner = Pruner(cfg, lengths, params) if cfg.prune else None  # the run's own pruning, too
+    result = Estimate(params, cfg.summary_target_tokens, pruning=Pruning() if cfg.prune else None)
     for chunk in _chunks(_valid_rows(files, selection, result, schema), BATCH_ROWS):
-        for (turns, adapter, native), (costs, fixed) in zip(chunk, _costs(chunk, lengths, cfg)):
-            p = plan([t.role for t in turns], costs, replace(params, alternation=adapter.alternation), fixed=fixed)
-            result.add(p.total_tokens, p.decision, p.region_tokens)
+        for row, measured in zip(chunk, _measures(chunk, lengths, cfg)):
+            _plan_row(result, pruner, row, measured)
     return result
 
 
-def _costs(chunk: list[tuple], lengths, cfg) -> Iterator[tuple[list[int], int]]:
-    """Each row's per-turn costs and fixed tokens: turns counted in one batch for the whole chunk,
-    or each rendering by the chat template (split into turns only when over the target)."""
+def _plan_row(result: Estimate, pruner: Pruner | None, row: tuple, measured: Measured) -> None:
+    """The row planned as compress would plan it: after its stubs, with compression.prune."""
+    turns, adapter, native = row
+    roles, params = [t.role for t in turns], replace(result.params, alternation=adapter.alternation)
+    p = _plan(roles, measured, params)
+    pruned = None
+    if pruner is not None and p.decision is not Decision.SKIPPED_UNDER_TARGET:
+        pruned = pruner.fit_here(native, adapter, turns, measured)
+    if pruned is None:
+        result.add(p.total_tokens, p.decision, p.region_tokens)
+        return
+    now = _plan(roles, pruned.measured, params)
+    result.add(p.total_tokens, now.decision, now.region_tokens, now.total_tokens)
+    result.add_pruned(measured, pruned, p, now)
+
+
+def _plan(roles: list[str], measured: Measured, params: PlanParams) -> Plan:
+    if measured.costs is None:  # a rendering under the target: no per-turn costs, none needed
+        return plan(roles, [], params, fixed=measured.total)
+    return plan(roles, measured.costs, params, fixed=measured.overhead)
+
+
+def _measures(chunk: list[tuple], lengths, cfg) -> Iterator[Measured]:
+    """Each row's length and per-turn costs: turns counted in one batch for the whole chunk, or each
+    rendering by the chat template (split into turns only when over the target)."""
     if lengths.mode == "turns":
         counts = iter(lengths.counter.count([t.text for turns, _, _ in chunk for t in turns]))
         for turns, _, _ in chunk:
-            yield list(islice(counts, len(turns))), 0
+            costs = list(islice(counts, len(turns)))
+            yield Measured(sum(costs), costs)
         return
     for turns, adapter, native in chunk:
-        measured = lengths.measure((), adapter.chat_messages(native, cfg.chat_roles), cfg.target_max_tokens)
-        yield (measured.costs, measured.overhead) if measured.costs is not None else ([], measured.total)
+        yield lengths.measure((), adapter.chat_messages(native, cfg.chat_roles), cfg.target_max_tokens)
 
 
 def _valid_rows(files: Iterable[FileJob], selection: Selection, result: Estimate, schema: RowSchema) -> Iterator[tuple]:

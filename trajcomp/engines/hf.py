@@ -104,7 +104,7 @@ class BatchFunction:
             if result.rejected and self.on_reject == "raise":
                 where = f"row {indices[i]}" if indices is not None else f"row {i} of its batch"
                 raise RowRejected(f"{where} rejected: {result.reason}: {result.detail}", result.reason, result.detail)
-            out_rows.append(row if result.rejected else result.row)
+            out_rows.append(row if result.rejected else typed_row(result.row))
             metrics.append(metrics_value(result))
         for row in out_rows:  # columns the core adds (compression_metrics), in order of appearance
             names.extend(name for name in row if name not in names)
@@ -118,10 +118,23 @@ def metrics_value(result: RowResult) -> dict[str, Any]:
     """A row's value in the metrics column: its RowMetrics fields, status, and reason/detail if rejected."""
     value = dict.fromkeys(METRICS_COLUMN_TYPE.names)
     if result.metrics is not None:
-        value.update(result.metrics.to_dict())
+        value.update(_typed(result.metrics.to_dict(), value))
     if result.rejected:
         value.update(status="rejected", reason=result.reason, detail=result.detail)
     return value
+
+
+def typed_row(row: dict[str, Any]) -> dict[str, Any]:
+    """The row with its compression_metrics (when it has them) held to METRICS_TYPE."""
+    if not isinstance(row.get(METRICS), dict):
+        return row
+    return {**row, METRICS: _typed(row[METRICS], METRICS_TYPE.names)}
+
+
+def _typed(metrics: dict[str, Any], names) -> dict[str, Any]:
+    # A column's type is fixed (arrow_rows.METRICS_TYPE), as in Parquet outputs: the figures only some
+    # runs have (--prune's, the failed checks) are in JSON outputs and the report.
+    return {k: v for k, v in metrics.items() if k in names}
 
 
 def map_function(config, *, metrics_column: str | None = "compression", on_reject: str = "keep") -> BatchFunction:

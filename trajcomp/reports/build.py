@@ -23,6 +23,7 @@ from .schema import (
     Lengths,
     Percentiles,
     Processing,
+    Pruning,
     Report,
     Retention,
     Rows,
@@ -72,10 +73,7 @@ def from_aggregate(
         statuses={s: rejected if s == "rejected" else agg.statuses[s] for s in STATUSES},
         summarization=summarization(summarizer, agg.api_calls, agg.errors, {**summarizer_stats, **checks(agg, summarizer_stats)}),
         processing=processing,
-        rows=Rows(
-            agg.rows_read, n, rejected,
-            dict(sorted(agg.reject_reasons.items())), agg.not_sampled, agg.other_shards,
-        ),
+        rows=Rows(agg.rows_read, n, rejected, dict(sorted(agg.reject_reasons.items())), agg.not_sampled, agg.other_shards),
         distribution=Distribution(Percentiles(**distribution(agg.before)), Percentiles(**distribution(agg.after))),
         lengths=lengths(agg.before, agg.after),
         compression_ratios=Histogram(list(RATIO_EDGES), list(agg.ratio_counts)),
@@ -91,6 +89,7 @@ def from_aggregate(
         ),
         human_turns_cut=HumanTurnsCut(agg.human_turns_cut, agg.rows_with_human_turns_cut),
         passes=dict(sorted(agg.passes.items(), key=lambda kv: int(kv[0]))),
+        pruning=pruning(agg) if (config.get("compression") or {}).get("prune") else None,
         worst_rows=[WorstRow(**row) for row in agg.worst_rows()],
         tokenizer=tokenizer,
         config=config,
@@ -109,6 +108,12 @@ def checks(agg: Aggregate, stats: dict[str, Any]) -> dict[str, Any]:
         return {}
     return {"answers_failed_checks": dict(sorted(agg.checks_failed.items())),
             "rows_fallen_back_on_checks": agg.rows_fallen_back_on_checks}
+
+
+def pruning(agg: Aggregate) -> Pruning:
+    """The pruning section; a row fit by stubs alone avoided at least one summary request."""
+    return Pruning(agg.pruned_rows, agg.pruned_fit_rows, agg.pruned_outputs, agg.deduplicated_outputs,
+                   agg.pruned_tokens, agg.pruned_fit_rows)
 
 
 def lengths(before, after) -> Lengths:

@@ -62,6 +62,10 @@ def _key_figures(r: Report) -> str:
             items.append((label, f"{share.mean:.1%}"))
     if r.human_turns_cut is not None:
         items.append(("user turns cut", number(r.human_turns_cut.turns)))
+    if r.pruning is not None:
+        items += [("tool outputs pruned", number(r.pruning.outputs_pruned)),
+                  ("rows fit with no summary", number(r.pruning.rows_fit_without_summary)),
+                  ("tokens saved by pruning", number(r.pruning.tokens_saved))]
     cells = "".join(f"<div><dt>{escape(k)}</dt><dd>{escape(v)}</dd></div>" for k, v in items)
     return f'<section aria-label="key figures"><dl class=figures>{cells}</dl></section>'
 

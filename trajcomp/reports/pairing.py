@@ -4,8 +4,10 @@ A compress output keeps its input's order and only drops rows (rejects, sampling
 a written row keeps every field but its turns as they were, and its turns are the input's with one
 span, the region, replaced by the summary turn: the protected head before it (a system turn may
 gain the notice at its end), the tail after it verbatim (its first user turn may open with the
-summary). So each output row is paired with the next input row, in order, whose other fields are
-equal and whose turns give the output's around one region. A row no later input row gives is an
+summary). With compression.prune a tool turn outside the region may hold a stub instead of its output
+(its role and place kept), so tool turns are only required to stay tool turns. So each output row is
+paired with the next input row, in order, whose other fields are equal and whose turns give the
+output's around one region (or turn for turn, when pruning alone fit it). A row no later input row gives is an
 error: the input is not the one the output was made from.
 """
 
@@ -88,11 +90,11 @@ def region_of(out: dict[str, Any], shape: Shape, source: Any, schema: RowSchema)
     (o_native, o_turns), (i_native, i_turns) = read_out, read_in
     if o_native == i_native:  # unchanged (a row without metrics may hold an earlier run's summary turn)
         return None if shape.region is None else False
-    if shape.summary is None:
-        return False
+    if shape.summary is None:  # unchanged but for stubs, or not from `source`
+        return None if shape.region is None and _same_turns(o_native, i_native, o_turns, i_turns) else False
     k, tail = shape.summary, len(o_native) - shape.summary - 1
     tail_start = len(i_native) - tail
-    if tail_start <= k or o_native[k + 1:] != i_native[tail_start:]:
+    if tail_start <= k or not _same_turns(o_native[k + 1:], i_native[tail_start:], o_turns[k + 1:], i_turns[tail_start:]):
         return False
     if shape.original_turns is not None and shape.original_turns != len(i_native):
         return False
@@ -115,8 +117,16 @@ def _key(row: dict[str, Any]) -> str:
 
 
 def _same_head(out: Turn, inp: Turn, out_native: Any, in_native: Any) -> bool:
-    # A head turn is the input's, or (the first system turn) the input's text with the notice after it.
-    return out_native == in_native or (out.role == inp.role == "system" and out.text.startswith(inp.text))
+    # A head turn is the input's, or (the first system turn) the input's text with the notice after it,
+    # or a tool turn (its output maybe a stub).
+    return out_native == in_native or (out.role == inp.role == "system" and out.text.startswith(inp.text)) or (
+        out.role == inp.role == "tool")
+
+
+def _same_turns(out_native: list, in_native: list, out_turns: list[Turn], in_turns: list[Turn]) -> bool:
+    """The same turns, but that a tool turn may hold a stub of its output (compression.prune)."""
+    return out_native == in_native or len(out_native) == len(in_native) and all(
+        o == i or a.role == b.role == "tool" for o, i, a, b in zip(out_native, in_native, out_turns, in_turns))
 
 
 def pair(outputs: Iterator[tuple[int, dict[str, Any], Shape]], inputs: Iterator[tuple[str, Any]],

@@ -36,6 +36,8 @@ def render_row(view: RowView, full: bool, width: int = WIDTH) -> Text:
             out.append_text(_summary(i, turn, view, full, width))
         else:
             out.append_text(_turn(f"{i + 1:>3}", turn, full, FIRST_LINES, width))
+        if i in view.originals:  # a stub: the output it stands for, beside it
+            out.append_text(_turn("      stubbed from:", view.originals[i], full, 1, width - 6, style="dim"))
     if view.why is not None:
         out.append("why: ", style="bold red")
         out.append(view.why.text + "\n")
@@ -52,6 +54,9 @@ def _figures(view: RowView) -> str:
         for key, label in (("identifier_retention", "identifiers kept"), ("assistant_tokens_kept", "assistant tokens kept")):
             if m.get(key) is not None:
                 parts.append(f"{label} {m[key]:.0%}")
+        if m.get("pruned_outputs"):
+            parts.append(f"tool outputs pruned {m['pruned_outputs']} ({m.get('deduplicated_outputs', 0)} older copies, "
+                         f"{number(m.get('pruned_tokens', 0))} tokens saved)")
         if m.get("error"):
             parts.append(f"error: {m['error']}")
     if view.input_turns is not None:

@@ -53,6 +53,7 @@ class RowView:
     target: int | None = None
     has_id: bool = False
     notes: list[str] = field(default_factory=list)  # what cannot be known about this row
+    originals: dict[int, TurnView] = field(default_factory=dict)  # with the input: kept turn -> the output its stub replaced
 
     @property
     def summary_index(self) -> int | None:
@@ -82,6 +83,8 @@ class RowView:
         if self.replaced is not None:
             out["replaced"] = [{"role": t.role, "tokens": t.tokens, "value": t.text} for t in self.replaced]
             out["input"] = self.input_where
+        if self.originals:
+            out["stubbed"] = [{"turn": i + 1, "tokens": t.tokens, "value": t.text} for i, t in self.originals.items()]
         out["why"] = self.why.to_dict() if self.why else None
         return out
 
@@ -106,9 +109,22 @@ def build_views(rows: Sequence[tuple[int, dict[str, Any], Paired | None]], count
             inputs = [TurnView(t.role, t.text, n) for t, n in zip(read_in[i], counted[len(rows) + i])]
             view.input_where, view.input_turns, view.region = paired.where, inputs, paired.region
             view.replaced = inputs[paired.region[0]:paired.region[1]] if paired.region else []
+            view.originals = _stubbed(kept, inputs, shape.summary)
         _explain(view, read[i], shape, params, schema.adapter(out).alternation)
         views.append(view)
     return views
+
+
+def _stubbed(kept: list[TurnView], inputs: list[TurnView], summary: int | None) -> dict[int, TurnView]:
+    """The kept tool turns holding a stub, each with the input's turn it stands for: the same place
+    before the summary turn, the same place from the end after it."""
+    shift = len(inputs) - len(kept)
+    found = {}
+    for i, turn in enumerate(kept):
+        j = i + shift if summary is not None and i > summary else i
+        if turn.role == "tool" and 0 <= j < len(inputs) and inputs[j].text != turn.text:
+            found[i] = inputs[j]
+    return found
 
 
 def _status(metrics: dict[str, Any] | None) -> str | None:

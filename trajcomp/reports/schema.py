@@ -204,6 +204,20 @@ class HumanTurnsCut:
 
 
 @dataclass
+class Pruning:
+    """What compression.prune did to the rows written: those holding stubs, those of them that fit with no
+    summary (each a summary request or more avoided), their stubs, the stubs that were older copies of a
+    later output, and the tokens the stubs saved."""
+
+    rows_pruned: int = 0
+    rows_fit_without_summary: int = 0
+    outputs_pruned: int = 0
+    outputs_deduplicated: int = 0
+    tokens_saved: int = 0
+    summaries_avoided: int = 0
+
+
+@dataclass
 class WorstRow:
     source: str | None = None  # the input file
     line: int | None = None  # its line (a .json array: the element's 1-based index)
@@ -240,6 +254,7 @@ class Report:
     assistant_tokens_kept: Retention | None = None  # of every row written
     human_turns_cut: HumanTurnsCut | None = None
     passes: dict[str, int] | None = None  # summaries made per row -> rows written
+    pruning: Pruning | None = field(default=None, metadata=_OMIT)  # runs with compression.prune only
     worst_rows: list[WorstRow] | None = None  # the rows most over the limit, worst first
     tokenizer: TokenizerInfo | None = None
     config: dict[str, dict[str, Any]] | None = None
@@ -298,6 +313,7 @@ class DatasetStats:
     tokens_after_estimate: Percentiles = field(default_factory=Percentiles)
     lengths: Lengths = field(default_factory=Lengths)  # before, and after as planned
     files: list[FileRows] = field(default_factory=list)
+    pruning: Pruning | None = field(default=None, metadata=_OMIT)  # with --prune: what the stubs would do
 
     def to_dict(self) -> dict[str, Any]:
         return to_json(self)

@@ -45,6 +45,8 @@ def render_report(report: Report | dict[str, Any], report_path: str, page_path: 
         lines.insert(-1, f"  assistant kept      {kept.mean:.1%} of assistant tokens on average (of {counted(kept.rows, 'row')})")
     if calls.checks is not None:
         lines.insert(-1, f"  summary checks      {checks_text(calls)}")
+    if r.pruning is not None:
+        lines.insert(-1, f"  pruned              {pruning_text(r.pruning)}")
     cut = r.human_turns_cut
     if cut is not None and cut.turns:
         lines.insert(-1, f"  user turns cut      {number(cut.turns)} too long to carry whole (in {counted(cut.rows, 'row')})")
@@ -65,6 +67,13 @@ def render_report(report: Report | dict[str, Any], report_path: str, page_path: 
     if p.stray_files_in_output:  # an earlier run's outputs: training on the folder would take them too
         lines.append(f"  not from this run   {', '.join(p.stray_files_in_output)} (in the output folder)")
     return "\n".join(lines)
+
+
+def pruning_text(pruning) -> str:
+    """What compression.prune did, in one line."""
+    return (f"{_count(pruning.outputs_pruned, 'tool output')} made stubs ({number(pruning.outputs_deduplicated)} "
+            f"older copies) in {_count(pruning.rows_pruned, 'row')}, {number(pruning.tokens_saved)} tokens saved; "
+            f"{number(pruning.rows_fit_without_summary)} rows fit with no summary")
 
 
 def checks_text(calls) -> str:
@@ -108,6 +117,8 @@ def render_estimate(est: DatasetStats) -> str:
             f"  would stay over target  {number(est.would_stay_over_target)}",
             f"  summarizer calls        {number(est.summarizer_calls_needed)} "
             f"(~{number(est.summary_tokens_needed)} summary tokens)",
+            *([f"  fit by pruning alone    {number(est.pruning.rows_fit_without_summary)} {_pruned_note(est.pruning)}"]
+              if est.pruning else []),
             f"  rejected                {number(est.rows_rejected)}" + _reasons(est.reject_reasons),
             f"  tokens min/p50/p90/p99/max  {b.min}/{b.p50}/{b.p90}/{b.p99}/{b.max}"
             f" -> ~{a.min}/{a.p50}/{a.p90}/{a.p99}/{a.max}",
@@ -159,13 +170,20 @@ def _plan_rows(st: DatasetStats) -> list[list[str]]:
         "no net savings": d["no_net_savings"],
         "still over after summary": st.would_stay_over_target - d["nothing_to_compress"] - d["no_net_savings"],
     }
+    pruned = st.pruning
     return [
         ["rows over target", number(st.over_target), ""],
         ["  could be brought under", number(st.would_fit_after_compression), ""],
+        *([["  by pruning alone", number(pruned.rows_fit_without_summary), _pruned_note(pruned)]] if pruned else []),
         ["  would stay over", number(st.would_stay_over_target), _reasons({k: v for k, v in why.items() if v}).strip()],
         ["summarizer calls needed", number(st.summarizer_calls_needed), f"(~{number(st.summary_tokens_needed)} summary tokens)"],
         ["rejected", number(st.rows_rejected), _reasons(st.reject_reasons).strip()],
     ]
+
+
+def _pruned_note(pruned) -> str:
+    return (f"({_count(pruned.outputs_pruned, 'tool output')} made stubs, {number(pruned.tokens_saved)} tokens saved, "
+            f"{_count(pruned.summaries_avoided, 'summary')} avoided)")
 
 
 def run_letters(n: int) -> list[str]:

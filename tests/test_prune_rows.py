@@ -1,0 +1,216 @@
+"""compress --prune on rows of every dialect: the stubs' styles, ids and names kept, 0 invalid rows
+(property test), LLaMA-Factory's alternation, and the config's errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+
+import pytest
+from conftest import DEMO_TOKENIZER, ROOT, read_jsonl, run_cli, write_jsonl
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_dialects import follows_alternation
+from test_prune import compress_all, fit_by_pruning, swe_config, tool_outputs
+from test_validity import COUNTER, check, config, make_row, steps
+
+from trajcomp.core.rows import RowSchema
+from trajcomp.core.stubs import Output, StubStyle
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import swe_rows  # noqa: E402
+
+
+def stub_contents(row: dict, result_row: dict, dialect: str) -> list[tuple[dict, str]]:
+    """(the original output's JSON object, its stub) for every stubbed tool turn."""
+    before, after = tool_outputs(row, dialect), tool_outputs(result_row, dialect)
+    out = []
+    for i, (_, stub) in after.items():
+        if stub != before[i][1]:
+            stub = json.loads(stub) if dialect == "hermes" else stub
+            out.append((json.loads(before[i][1]), stub))
+    return out
+
+
+@pytest.mark.parametrize("dialect", ["hermes", "openai", "llamafactory"])
+@pytest.mark.parametrize("style", ["swe-agent", "openhands", "template"])
+def test_each_style_writes_its_documented_stub(dialect, style):
+    template = "[{tool} `{argument}` exit={exit_code} {lines} lines {chars} chars later={later}]"
+    extra = {"prune_style": style, "prune_template": template if style == "template" else None}
+    cfg = swe_config(dialect, prune=True, **extra)
+    rows = swe_rows.rows(dialect, 6, seed=40)
+    seen = 0
+    for row, result in zip(rows, compress_all(cfg, rows)):
+        for output, stub in stub_contents(row, result.row, dialect):
+            text = output["output"]
+            if style == "swe-agent":
+                assert stub == f"Old environment output: ({text.count(chr(10)) + 1} lines omitted)"
+            elif style == "openhands":
+                assert stub == "<MASKED>"
+            else:
+                assert stub.startswith("[bash `") and f"exit={output['exit_code']} " in stub
+                assert f" {text.count(chr(10)) + 1} lines {len(text)} chars later=" in stub
+            seen += 1
+    assert seen >= 5
+
+
+def test_the_hermes_stub_names_the_call_its_exit_code_first_error_and_size():
+    cfg, fit = fit_by_pruning("hermes", "turns")
+    seen = Counter()
+    for row, result in fit:
+        for output, stub in stub_contents(row, result.row, "hermes"):
+            text = output["output"]
+            assert stub.startswith("[pruned") and "\n" not in stub
+            assert " bash `" in stub and f"-> exit {output['exit_code']}; " in stub
+            assert stub.endswith(f"{text.count(chr(10)) + 1} lines, {len(text)} chars")
+            if "Traceback" in text:
+                assert "; first error: tests/io/test_card.py::test_float_repr FAILED; " in stub
+                seen["error"] += 1
+            seen["stub"] += 1
+    assert seen["error"] and seen["stub"] > seen["error"]
+
+
+def test_stub_fields_of_outputs_of_every_shape():
+    out = Output.of("terminal", '{"command": "npm test", "cwd": "/app"}', "12 passed\nexit code 3")
+    assert (out.argument, out.exit_code, out.error, out.lines, len(out.text)) == ("npm test", 3, "", 2, 21)
+    out = Output.of("read_file", {"limit": 5, "path": "a.py"}, {"content": {"content": "x = 1\nERROR: boom"}})
+    assert (out.argument, out.exit_code, out.error, out.lines) == ("a.py", None, "ERROR: boom", 2)
+    assert StubStyle().text(out) == "[pruned] read_file `a.py` -> first error: ERROR: boom; 2 lines, 17 chars"
+    assert StubStyle().text(Output.of("", None, "plain text"), later=3) == (
+        "[pruned: identical to the output 3 turns later] 1 lines, 10 chars")
+    assert StubStyle("template", "{tool}:{exit_code}:{later}").text(Output.of("t", "x", "out")) == "t::"
+
+
+# --------------------------------------------------------------------------- every dialect, generated
+
+
+def ids_and_names(row: dict) -> list:
+    """What pairs each tool output with its call, in each dialect: roles, OpenAI ids and names, Hermes JSON."""
+    fmt = RowSchema().adapter(row)
+    native = fmt.native_turns(row)
+    out = []
+    for message, turn in zip(native, fmt.turns(native)):
+        key = (message.get("role"), message.get("tool_call_id"), message.get("name"), message.get("from"))
+        if "<tool_response>" in turn.text:
+            body = json.loads(turn.text.split("<tool_response>\n")[1].split("\n</tool_response>")[0])
+            key += (body.get("tool_call_id"), body.get("name"))
+        out.append(key)
+    return out
+
+
+row_cases = st.tuples(st.sampled_from(("hermes", "llamafactory", "axolotl", "openai")), steps, st.booleans(),
+                      st.floats(0.1, 0.9), st.integers(60, 400), st.integers(0, 5),
+                      st.tuples(st.booleans(), st.booleans(), st.booleans()),
+                      st.sampled_from(("hermes", "swe-agent", "openhands")))
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(row_cases)
+def test_pruned_rows_stay_valid_keep_ids_and_take_no_stub_more_than_needed(case):
+    dialect, plan, system, frac, summary, last_n, flags, style = case
+    row = make_row(dialect, plan, system)
+    cfg = config(row, frac, summary, last_n, flags, prune=True, prune_style=style)
+    result = check(row, cfg)  # 0 new problems, whatever happened to the row
+    m = result.metrics
+    if m.passes == 0 and m.pruned_outputs:  # stubs alone: same turns, same ids and names
+        assert ids_and_names(result.row) == ids_and_names(row)
+    if m.passes == 0 and m.pruned_outputs and not m.still_over_limit:  # fit by stubs alone: the fewest
+        assert_minimal(row, result.row, cfg)
+
+
+def assert_minimal(row: dict, out: dict, cfg) -> None:
+    """Restoring the output of the last stub of the order takes the row over the target again."""
+    fmt = RowSchema().adapter(row)
+    before, after = fmt.native_turns(row), fmt.native_turns(out)
+    texts = [t.text for t in fmt.turns(before)]
+    changed = [i for i, (a, b) in enumerate(zip(before, after)) if a != b]
+    keys = {i: output_key(texts[i]) for i, t in enumerate(fmt.turns(before)) if t.role == "tool"}
+    # the order: older copies of a later identical output first, then the others, oldest first
+    copies = [i for i in changed if any(keys[j] == keys[i] for j in keys if j > i)]
+    others = [i for i in changed if i not in copies]
+    last = max(others) if others else max(copies)
+    restored = [before[i] if i == last else t for i, t in enumerate(after)]
+    assert sum(COUNTER.count([t.text for t in fmt.turns(after)])) <= cfg.target_max_tokens
+    assert sum(COUNTER.count([t.text for t in fmt.turns(restored)])) > cfg.target_max_tokens
+
+
+def output_key(text: str) -> str:
+    """An output's own text: a <tool_response>'s content (its call id aside), else the turn's text."""
+    if "<tool_response>" not in text:
+        return text
+    return json.dumps(json.loads(text.split("<tool_response>\n")[1].split("\n</tool_response>")[0])["content"])
+
+
+def test_the_property_prunes_rows_in_every_dialect():
+    """Guards the property against vacuity: rows of each dialect are fit by stubs alone often."""
+    fit: Counter = Counter()
+
+    @settings(max_examples=80, deadline=None, database=None, derandomize=True)
+    @given(row_cases)
+    def collect(case):
+        dialect, plan, system, frac, summary, last_n, flags, style = case
+        row = make_row(dialect, plan, system)
+        m = check(row, config(row, frac, summary, last_n, flags, prune=True, prune_style=style)).metrics
+        fit[dialect] += m.passes == 0 and bool(m.pruned_outputs) and not m.still_over_limit
+
+    collect()
+    assert sum(fit.values()) >= 10 and len(fit) >= 3, fit
+
+
+@pytest.mark.parametrize("style", ["hermes", "swe-agent", "openhands"])
+@pytest.mark.parametrize("dialect", ["hermes", "llamafactory", "axolotl", "openai"])
+def test_a_row_of_each_dialect_fit_by_stubs_keeps_its_ids_and_no_stub_more(dialect, style):
+    """The property's fit-by-stubs branch on a fixed row of each dialect (whatever the generator draws)."""
+    plan = [("calls", [40]), ("calls", [45]), ("say", 8), ("calls", [50, 35]), ("calls", [30]), ("say", 6)]
+    row = make_row(dialect, plan, True)
+    fits = 0
+    for frac in (0.5, 0.6, 0.7, 0.8):
+        cfg = config(row, frac, 60, 1, (True, True, True), prune=True, prune_style=style)
+        result = check(row, cfg)
+        m = result.metrics
+        if m.passes == 0 and m.pruned_outputs and not m.still_over_limit:
+            assert ids_and_names(result.row) == ids_and_names(row)
+            assert_minimal(row, result.row, cfg)
+            fits += 1
+    assert fits >= 2
+
+
+# --------------------------------------------------------------------------- LLaMA-Factory, through the CLI
+
+
+def test_llamafactory_agent_rows_are_fit_by_stubs_and_keep_the_alternation(tmp_path):
+    """One request, then only calls and observations: nothing a summary may replace (LLaMA-Factory would
+    truncate them), but stubs fit them; every row written keeps LLaMA-Factory's alternation."""
+    rows = swe_rows.rows("llamafactory", 12)
+    src = write_jsonl(tmp_path / "lf.jsonl", rows)
+    cfg = tmp_path / "lf.yaml"
+    cfg.write_text(f"input:\n  dialect: llamafactory\ntokenizer:\n  name: {DEMO_TOKENIZER}\n"
+                   "compression:\n  target_max_tokens: 6000\n  summary_target_tokens: 300\n", encoding="utf-8")
+    outcomes = {}
+    for flag in ("", "--prune"):
+        out = tmp_path / f"out{flag}.jsonl"
+        run = run_cli("compress", str(src), "-c", str(cfg), "-o", str(out), "-q", *([flag] if flag else []))
+        assert run.code == 0, run.stderr
+        written = read_jsonl(out)
+        assert len(written) == len(rows) and all(follows_alternation(r["conversations"]) for r in written)
+        outcomes[flag] = Counter(r["compression_metrics"]["outcome"] for r in written)
+        statuses = Counter(r["compression_metrics"]["status"] for r in written)
+    assert outcomes[""]["nothing_to_compress"] >= 6 and "nothing_to_compress" not in outcomes["--prune"]
+    assert statuses["compressed"] == outcomes[""]["nothing_to_compress"] and not statuses["cannot_fit"]
+
+
+@pytest.mark.parametrize("yaml_text,message", [
+    ("compression:\n  prune_style: terse\n", "compression.prune_style must be one of hermes, swe-agent"),
+    ("compression:\n  prune_style: template\n", "prune_style template needs compression.prune_template"),
+    ("compression:\n  prune_style: template\n  prune_template: '{tool} {size}'\n", "unknown field {size}"),
+    ("compression:\n  prune_template: '{tool}'\n", "prune_template is used only with prune_style: template"),
+    ("compression:\n  prune_min_chars: -1\n", "compression.prune_min_chars must be >= 0"),
+    ("compression:\n  prune: 'yes'\n", "compression.prune must be bool"),
+])
+def test_bad_pruning_config_is_one_line_and_exit_2(tmp_path, yaml_text, message):
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text(yaml_text, encoding="utf-8")
+    src = write_jsonl(tmp_path / "in.jsonl", swe_rows.rows("hermes", 1))
+    run = run_cli("compress", str(src), "-c", str(cfg), "--tokenizer", str(DEMO_TOKENIZER), "-q")
+    assert run.code == 2 and message in run.stderr and len(run.stderr.strip().splitlines()) == 1, run.stderr

@@ -1,0 +1,125 @@
+"""Fit a row by pruning: the fewest stubs of pruning.py's order that bring it under the target,
+counted as the trainer counts (`count_mode`), each stub counted alone where counting allows."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, replace
+from itertools import accumulate
+from typing import Any, Sequence
+
+from .metrics import RowMetrics
+from .planner import PlanParams
+from .pruning import Candidate, candidates
+from .stubs import StubStyle
+from .tokens import Measured
+from .turn import Turn
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """A row with stubs: its turns (native and as the planner sees them), its length, the stubs in order."""
+
+    native: list[dict[str, Any]]
+    turns: list[Turn]
+    measured: Measured
+    stubbed: tuple[Candidate, ...]
+
+
+class Pruner:
+    """Stubs a row's old tool outputs, as few as it takes to fit, with the compressor's counting."""
+
+    def __init__(self, config, lengths, params: PlanParams):
+        self.style = StubStyle(config.prune_style, config.prune_template)
+        self.min_chars = config.prune_min_chars
+        self.chat_roles = config.chat_roles
+        self.target = config.target_max_tokens
+        self.lengths, self.params = lengths, params
+
+    async def fit(self, native, fmt, turns: Sequence[Turn], measured: Measured) -> Pruned | None:
+        """The row with the fewest stubs that fit it, or with every stub when none do; None: nothing to stub."""
+        found = await asyncio.to_thread(candidates, native, fmt, turns, self.params, self.style, self.min_chars)
+        if not found:
+            return None
+        if self.lengths.mode == "turns":  # counted together with the other rows in flight
+            counts = await self.lengths.counter.acount([c.text for c in found])
+            return self._fit_by_turns(native, turns, found, counts, measured)
+        return await asyncio.to_thread(self._fit_by_template, native, fmt, turns, found, measured)
+
+    def fit_here(self, native, fmt, turns: Sequence[Turn], measured: Measured) -> Pruned | None:
+        """`fit` on this thread (stats and --dry-run, which count in batches of their own)."""
+        found = candidates(native, fmt, turns, self.params, self.style, self.min_chars)
+        if not found:
+            return None
+        if self.lengths.mode == "turns":
+            counts = self.lengths.counter.count([c.text for c in found])
+            return self._fit_by_turns(native, turns, found, counts, measured)
+        return self._fit_by_template(native, fmt, turns, found, measured)
+
+    def _fit_by_turns(self, native, turns, found: list[Candidate], counts: list[int], measured: Measured) -> Pruned | None:
+        # A turn's count does not depend on its neighbours: each stub changes the row by its own difference.
+        costs, total, chosen = list(measured.costs), measured.total, []
+        for candidate, count in zip(found, counts):
+            if count >= costs[candidate.index]:  # a stub not shorter than its output: the output stays
+                continue
+            total -= costs[candidate.index] - count
+            costs[candidate.index] = count
+            chosen.append(candidate)
+            if total <= self.target:
+                break
+        return _pruned(native, turns, chosen, Measured(total, costs)) if chosen else None
+
+    def _fit_by_template(self, native, fmt, turns, found: list[Candidate], measured: Measured) -> Pruned | None:
+        """The stubs' savings estimated by their texts, then the rendering measured exactly, one stub
+        more or less at a time, until the fewest stubs that fit are found (CPU work: off the loop)."""
+        counter = self.lengths.counter
+        before = counter.count([turns[c.index].text for c in found])
+        after = counter.count([c.text for c in found])
+        useful = [(c, b - a) for c, b, a in zip(found, before, after) if a < b]
+        if not useful:
+            return None
+        chosen = [c for c, _ in useful]
+        left = [measured.total - saved for saved in accumulate(s for _, s in useful)]
+        k = next((j + 1 for j, total in enumerate(left) if total <= self.target), len(chosen))
+        length = self._edited_length(native, fmt, chosen[:k], measured)
+        while length > self.target and k < len(chosen):
+            k += 1
+            length = self._edited_length(native, fmt, chosen[:k], measured)
+        while k > 1 and (shorter := self._edited_length(native, fmt, chosen[: k - 1], measured)) <= self.target:
+            k, length = k - 1, shorter
+        pruned = _pruned(native, turns, chosen[:k], measured)
+        messages = fmt.chat_messages(pruned.native, self.chat_roles)
+        exact = self.lengths.measure([t.text for t in pruned.turns], messages, self.target)
+        return replace(pruned, measured=exact)
+
+    def _edited_length(self, native, fmt, chosen: list[Candidate], measured: Measured) -> int:
+        stubbed = _stubbed_native(native, chosen)
+        return self.lengths.measure_edit(measured, fmt.chat_messages(stubbed, self.chat_roles))
+
+
+def _stubbed_native(native, chosen: Sequence[Candidate]) -> list[dict[str, Any]]:
+    out = list(native)
+    for candidate in chosen:
+        out[candidate.index] = candidate.native
+    return out
+
+
+def _pruned(native, turns: Sequence[Turn], chosen: list[Candidate], measured: Measured) -> Pruned:
+    new_turns = list(turns)
+    for candidate in chosen:
+        new_turns[candidate.index] = Turn("tool", candidate.text)
+    return Pruned(_stubbed_native(native, chosen), new_turns, measured, tuple(chosen))
+
+
+def with_pruning(metrics: RowMetrics, original: Measured, pruned: Pruned) -> RowMetrics:
+    """`metrics` of a pruned row, counted from the input: its length, and the stubs a summary did not replace."""
+    start, end = metrics.region if metrics.was_compressed and metrics.region else (0, 0)
+    kept = [c for c in pruned.stubbed if not start <= c.index < end]
+    if pruned.measured.costs and len(kept) < len(pruned.stubbed):
+        saved = sum(original.costs[c.index] - pruned.measured.costs[c.index] for c in kept)
+    else:
+        saved = original.total - pruned.measured.total
+    return replace(
+        metrics, original_tokens=original.total, pruned_outputs=len(kept),
+        deduplicated_outputs=sum(c.duplicate for c in kept), pruned_tokens=saved,
+    )

@@ -1,0 +1,141 @@
+"""Pruning: old tool outputs become one-line stubs (stubs.py), before any summary, in one order.
+
+The order (`candidates`), among the tool turns outside the protected head and tail:
+1. older copies of a duplicated output (the same tool's output, identical to a later one's,
+   whatever the call ids), oldest first; their stub says how many turns later the newest copy is;
+2. then every other tool output, oldest first.
+An output of `prune_min_chars` characters or fewer is never stubbed, nor one whose stub would not
+be shorter. Only a stub's output changes: the turn keeps its role and place, and the ids and
+names its dialect pairs calls and results by (Hermes `<tool_response>` JSON, OpenAI `tool_call_id`
+and `name`; LLaMA-Factory pairs by place).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from .planner import PlanParams, protected_bounds
+from .stubs import Output, StubStyle
+from .turn import Turn
+
+TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
+TOOL_RESPONSE = re.compile(r"(<tool_response>\s*)(.*?)(\s*</tool_response>)", re.S)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A tool turn that may be stubbed: its index, the turn stubbed (native and as the planner sees it)."""
+
+    index: int
+    native: dict[str, Any]
+    text: str
+    duplicate: bool  # an older copy of a later identical output
+
+
+@dataclass(frozen=True)
+class Block:
+    """One output inside a tool turn: its tool's name, its content, and where it lies in the turn's text."""
+
+    name: str | None
+    content: Any
+    payload: dict[str, Any] | None  # the <tool_response> JSON object holding it (None: the turn's whole text)
+    span: tuple[int, int] | None  # of the block's JSON in the turn's text
+
+
+def candidates(native: Sequence[dict], fmt, turns: Sequence[Turn], params: PlanParams, style: StubStyle,
+               min_chars: int) -> list[Candidate]:
+    """The tool turns pruning may stub, in the order it stubs them."""
+    roles = [t.role for t in turns]
+    head_end, tail_start = protected_bounds(roles, params)
+    outputs = _outputs(turns)
+    newest: dict[tuple, int] = {}  # an output's identity -> the last turn holding it
+    for i, blocks in outputs.items():
+        newest[_identity(blocks)] = i
+    dups, others = [], []
+    for i in range(head_end, tail_start):
+        if i not in outputs or sum(len(o.text) for _, o in outputs[i]) <= min_chars:
+            continue
+        later = newest[_identity(outputs[i])]
+        later = later - i if later > i else None
+        stubbed = _stubbed(native[i], fmt, turns[i].text, outputs[i], style, later)
+        (dups if later is not None else others).append(Candidate(i, *stubbed, later is not None))
+    return dups + others
+
+
+def _identity(blocks: list[tuple[Block, Output]]) -> tuple:
+    return tuple((o.tool, json.dumps(b.content, sort_keys=True, ensure_ascii=False)) for b, o in blocks)
+
+
+def _outputs(turns: Sequence[Turn]) -> dict[int, list[tuple[Block, Output]]]:
+    """Every tool turn's outputs, each with what a stub says of it (its call found in the turn before the results)."""
+    found: dict[int, list[tuple[Block, Output]]] = {}
+    calls: list[dict] = []
+    position = 0  # the outputs seen since the calls' turn: the next one answers calls[position]
+    for i, turn in enumerate(turns):
+        if turn.role != "tool":
+            calls, position = (_calls(turn.text) if turn.role == "gpt" else []), 0
+            continue
+        pairs = []
+        for block in _blocks(turn.text):
+            call = _call_for(calls, position, block.name)
+            position += 1
+            name = block.name or call.get("name") or ""
+            pairs.append((block, Output.of(name, call.get("arguments"), block.content)))
+        found[i] = pairs
+    return found
+
+
+def _call_for(calls: list[dict], position: int, name: str | None) -> dict:
+    """The call an output answers: the one at its place, unless the output names another tool."""
+    if position < len(calls) and (name is None or calls[position].get("name") == name):
+        return calls[position]
+    return next((c for c in calls if name is not None and c.get("name") == name), {})
+
+
+def _calls(text: str) -> list[dict]:
+    """A gpt turn's calls as {"name", "arguments"}: Hermes <tool_call> blocks, or a LLaMA-Factory function_call's JSON."""
+    found = [_loads(raw) for raw in TOOL_CALL.findall(text)] if "<tool_call>" in text else [_loads(text)]
+    found = [item for value in found for item in (value if isinstance(value, list) else [value])]
+    return [call for call in found if isinstance(call, dict)]
+
+
+def _blocks(text: str) -> list[Block]:
+    """A tool turn's outputs: its <tool_response> blocks, or its whole text as one output."""
+    blocks = []
+    for match in TOOL_RESPONSE.finditer(text):
+        payload = _loads(match.group(2))
+        if isinstance(payload, dict) and "content" in payload:
+            name = payload.get("name") if isinstance(payload.get("name"), str) else None
+            blocks.append(Block(name, payload["content"], payload, match.span(2)))
+        else:
+            blocks.append(Block(None, match.group(2), None, match.span(2)))
+    return blocks or [Block(None, text, None, None)]
+
+
+def _stubbed(turn: dict, fmt, text: str, outputs: list[tuple[Block, Output]], style: StubStyle,
+             later: int | None) -> tuple[dict, str]:
+    """The turn with a stub in place of each output, and its new text as the planner sees it."""
+    stubs = [style.text(output, later) for _, output in outputs]
+    if getattr(fmt, "name", "") == "openai":  # the message's content is the output; the rendered text is built from it
+        new = fmt.with_text(turn, stubs[0])
+        payload = {**outputs[0][0].payload, "content": stubs[0]}
+        return new, f"<tool_response>\n{json.dumps(payload, ensure_ascii=False)}\n</tool_response>"
+    pieces, cursor = [], 0
+    for (block, _), stub in zip(outputs, stubs):
+        if block.span is None:
+            return fmt.with_text(turn, stub), stub
+        body = json.dumps({**block.payload, "content": stub}, ensure_ascii=False) if block.payload is not None else stub
+        pieces += [text[cursor : block.span[0]], body]
+        cursor = block.span[1]
+    new_text = "".join(pieces) + text[cursor:]
+    return fmt.with_text(turn, new_text), new_text
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None

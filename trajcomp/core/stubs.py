@@ -1,0 +1,166 @@
+"""Stubs: the one line an old tool output becomes when pruned, in the words of the agent's framework.
+
+Styles (`compression.prune_style`):
+- `hermes`: built from the call and its output: the tool's name, its main argument, the exit code
+  and first error line when the output has them, its line and character counts;
+- `swe-agent`: `Old environment output: (N lines omitted)`, as SWE-agent's LastNObservations writes;
+- `openhands`: `<MASKED>`, as OpenHands' ObservationMaskingCondenser writes;
+- `template`: `compression.prune_template` with the fields of `TEMPLATE_FIELDS`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+from dataclasses import dataclass
+from typing import Any
+
+STYLES = ("hermes", "swe-agent", "openhands", "template")
+TEMPLATE_FIELDS = ("tool", "argument", "exit_code", "error", "lines", "chars", "later")
+
+# The arguments that say what a call did, most telling first; else a call's first string argument.
+_MAIN_ARGUMENTS = ("command", "cmd", "path", "file_path", "filename", "file", "query", "url", "pattern", "code")
+_EXIT_KEYS = ("exit_code", "returncode", "return_code", "exit_status", "exitCode", "status_code")
+_EXIT_TEXT = re.compile(r"\bexit[ _](?:code|status)[\"']?\s*[:=]?\s*(-?\d+)", re.IGNORECASE)
+_ERROR_LINE = re.compile(r"\b(error|exception|traceback|fatal|failed|failure)\b", re.IGNORECASE)
+ARGUMENT_CHARS = 60  # a stub's argument and error line at most, so that a stub stays one short line
+ERROR_CHARS = 80
+
+
+@dataclass(frozen=True)
+class Output:
+    """One tool output as a stub describes it."""
+
+    tool: str  # "" when neither the output nor its call names the tool
+    argument: str  # the call's main argument, on one line, shortened ("" when none)
+    text: str  # the output's own text (a JSON object's strings, without the JSON around them)
+    exit_code: int | None
+    error: str  # the output's first line that reports an error ("" when none)
+
+    @property
+    def lines(self) -> int:
+        return self.text.count("\n") + 1 if self.text else 0
+
+    @classmethod
+    def of(cls, tool: str, arguments: Any, content: Any) -> "Output":
+        """The output `content` (a string, or the JSON value a tool returned) of a call with `arguments`."""
+        if isinstance(content, str):
+            parsed = _json(content)
+            content = parsed if isinstance(parsed, (dict, list)) else content
+        text = "\n".join(_strings(content))
+        exit_code = _exit_code(content, text)
+        return cls(tool, _one_line(main_argument(arguments), ARGUMENT_CHARS), text, exit_code,
+                   _one_line(_first_error(text), ERROR_CHARS))
+
+
+@dataclass(frozen=True)
+class StubStyle:
+    """How stubs read: one of `STYLES`, and the template when the style is `template`."""
+
+    style: str = "hermes"
+    template: str | None = None
+
+    def text(self, output: Output, later: int | None = None) -> str:
+        """The stub of `output`; `later`: the turns from it to the newest identical output, when it is an older copy."""
+        if self.style == "swe-agent":
+            return f"Old environment output: ({output.lines} lines omitted)"
+        if self.style == "openhands":
+            return "<MASKED>"
+        if self.style == "template":
+            return self.template.format(**fields(output, later))
+        return _hermes(output, later)
+
+
+def fields(output: Output, later: int | None) -> dict[str, Any]:
+    """A template's fields: empty strings for what the output does not have."""
+    return {
+        "tool": output.tool, "argument": output.argument,
+        "exit_code": "" if output.exit_code is None else output.exit_code, "error": output.error,
+        "lines": output.lines, "chars": len(output.text), "later": "" if later is None else later,
+    }
+
+
+def _hermes(output: Output, later: int | None) -> str:
+    head = "[pruned]" if later is None else f"[pruned: identical to the output {later} turns later]"
+    call = " ".join(part for part in (output.tool, f"`{output.argument}`" if output.argument else "") if part)
+    facts = [f"exit {output.exit_code}"] if output.exit_code is not None else []
+    facts += [f"first error: {output.error}"] if output.error else []
+    facts.append(f"{output.lines} lines, {len(output.text)} chars")
+    return f"{head} {call} -> {'; '.join(facts)}" if call else f"{head} {'; '.join(facts)}"
+
+
+def style_problem(style: str, template: str | None) -> str | None:
+    """Why `style` and `template` cannot make stubs (None: they can); the config names the keys."""
+    if style not in STYLES:
+        return f"prune_style must be one of {', '.join(STYLES)}, got {style!r}"
+    if style != "template":
+        return None if template is None else "prune_template is used only with prune_style: template"
+    if not template or not template.strip():
+        return "prune_style template needs compression.prune_template (fields: " + ", ".join(TEMPLATE_FIELDS) + ")"
+    try:
+        names = [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+    except ValueError as exc:
+        return f"prune_template is not a format string: {exc}"
+    unknown = [name for name in names if name not in TEMPLATE_FIELDS]
+    if unknown:
+        return f"prune_template has unknown field {{{unknown[0]}}} (fields: {', '.join(TEMPLATE_FIELDS)})"
+    if "\n" in template:
+        return "prune_template must be one line"
+    return None
+
+
+def main_argument(arguments: Any) -> str:
+    """What a call was about: its command, path or query, else its first string argument."""
+    if isinstance(arguments, str):
+        parsed = _json(arguments)
+        arguments = parsed if isinstance(parsed, dict) else arguments
+    if not isinstance(arguments, dict):
+        return arguments if isinstance(arguments, str) else ""
+    for key in _MAIN_ARGUMENTS:
+        if isinstance(arguments.get(key), str):
+            return arguments[key]
+    return next((value for value in arguments.values() if isinstance(value, str)), "")
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string in a JSON value, in order (an output's text without its JSON)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in _strings(item)]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return []
+
+
+def _first_error(text: str) -> str:
+    """The first line that reports an error (one search of the whole text, then its line)."""
+    found = _ERROR_LINE.search(text)
+    if not found:
+        return ""
+    start = text.rfind("\n", 0, found.start()) + 1
+    end = text.find("\n", found.end())
+    return text[start : end if end >= 0 else len(text)].strip()
+
+
+def _exit_code(content: Any, text: str) -> int | None:
+    if isinstance(content, dict):
+        for key in _EXIT_KEYS:
+            value = content.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+    found = _EXIT_TEXT.search(text)
+    return int(found.group(1)) if found else None
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _one_line(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
