@@ -154,7 +154,7 @@ def test_a_driver_killed_then_a_part_damaged_in_the_store_resumes_to_the_same_by
             local.write_bytes(get(fs, part))
             spoil(local)
             put(fs, part, local.read_bytes())
-        again = run_cli(*argv, env=_driver_env(env, stage), timeout=240)
+        again = run_cli(*argv, env=_driver_env(env, stage.with_name("stage-paid-elsewhere")), timeout=240)
     assert again.code == 0, again.stderr
     warnings = [line for line in again.stderr.splitlines() if line.startswith("trajcomp: warning:")]
     assert len(warnings) == 1, again.stderr
@@ -174,8 +174,9 @@ def test_a_driver_killed_then_a_part_damaged_in_the_store_resumes_to_the_same_by
 
 def test_a_driver_killed_and_resumed_pays_no_summary_twice_with_the_default_cache(s3, hidden, cluster, tmp_path):  # noqa: F811
     """The openai summarizer and no --cache-dir: the cache is beside the output in the store, so whatever
-    node's actor bought a summary before SIGKILL, the resumed run (its actors anywhere) asks for none of
-    them again; the bytes of an uninterrupted run."""
+    node's actor bought a summary before SIGKILL, the same command run from another machine (a stage of its
+    own: the driver's was lost with it), its actors anywhere, asks for none of them again; the bytes of an
+    uninterrupted run."""
     fs, env = s3
     home, stage = "bucket/paid-once", hidden / "stage-paid"
     src = write_jsonl(tmp_path / "data.jsonl", [hermes_row(i) for i in range(18)])
@@ -201,7 +202,7 @@ def test_a_driver_killed_and_resumed_pays_no_summary_twice_with_the_default_cach
             proc.wait()
         before = server.stats.bodies
         thaw(server)
-        again = run_cli(*argv, env=_driver_env(env, stage), timeout=240)
+        again = run_cli(*argv, env=_driver_env(env, stage.with_name("stage-paid-elsewhere")), timeout=240)
         after = server.stats
     assert again.code == 0, again.stderr
     assert get(fs, f"{home}/out.jsonl") == ref.read_bytes()
