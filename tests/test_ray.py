@@ -331,8 +331,3 @@ def test_nothing_else_imports_ray_and_bad_ray_flags_exit_2(tmp_path):
     both = run_cli("compress", str(src), "-c", str(CONFIG), "-o", str(tmp_path / "x.jsonl"), "--engine", "ray",
                    "--workers", "2")
     assert both.code == 2 and both.stderr.count("\n") == 1 and "--ray-concurrency" in both.stderr
-    batched = run_cli("compress", str(src), "-c", str(CONFIG), "-o", str(tmp_path / "x.jsonl"), "--engine", "ray",
-                      "--batch")  # refused before Ray starts, naming the recipe that works with any engine
-    assert batched.code == 2 and batched.stderr.count("\n") == 1 and "Traceback" not in batched.stderr
-    assert "trajcomp batch export" in batched.stderr and "trajcomp batch import" in batched.stderr
-    assert not (tmp_path / "x.jsonl").exists() and not list(tmp_path.glob(".*trajcomp-work"))

@@ -214,6 +214,43 @@ def test_a_driver_killed_and_resumed_pays_no_summary_twice_with_the_default_cach
     assert after.requests == len(after.bodies) and len(paid) == needed == len(set(paid))  # none asked twice
 
 
+def test_batch_with_ray_actors_writes_the_bytes_of_the_local_batch_run(s3, hidden, cluster, tmp_path):  # noqa: F811
+    """--batch --engine ray, input and output in object storage, on nodes that share no folder: the driver
+    plans each round through the actors and submits the batches; their answers reach the actors through the
+    default cache, in the store. The bytes of a local --batch run, the same requests, none online. A cache
+    folder the nodes do not see is refused in one line, before anything is written."""
+    fs, env = s3
+    home = "bucket/batched"
+    src = write_jsonl(tmp_path / "data.jsonl", [hermes_row(i) for i in range(8)])
+    put(fs, f"{home}/data.jsonl", src.read_bytes())
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("summarization:\n  batch_poll_seconds: 0.05\n")
+    tok, batched = SAMPLES / "demo_tokenizer", ("-c", str(cfg), "--batch")
+    ray_flags = ("--engine", "ray", "--ray-address", cluster)
+    with ServerThread() as server:
+        ref = tmp_path / "ref" / "out.jsonl"
+        local = run_cli(*resume_args(src, ref, tok, server.base_url, *batched))
+        assert local.code == 0, local.stderr
+        bought = sorted(key for batch in server.stats.batch_custom_ids for key in batch)
+        server.reset()
+        argv = resume_args(f"s3://{home}/data.jsonl", f"s3://{home}/out.jsonl", tok, server.base_url, *batched,
+                           *ray_flags)
+        result = run_cli(*argv, env=_driver_env(env, hidden / "stage-batched"), timeout=240)
+        stats = server.stats
+        unseen = hidden / "batched" / "out.jsonl"  # its default cache beside it, where no node looks
+        refused = run_cli(*resume_args(src, unseen, tok, server.base_url, *batched, *ray_flags),
+                          env=ray_cluster.ENV, timeout=240)
+    assert result.code == 0, result.stderr
+    assert get(fs, f"{home}/out.jsonl") == ref.read_bytes()
+    assert bought and sorted(key for batch in stats.batch_custom_ids for key in batch) == bought
+    assert stats.requests == 0  # no call online
+    report = json.loads(get(fs, f"{home}/out_metrics.json"))
+    assert report["summarization"]["batch"]["answered"] == len(bought)
+    assert report["summarization"]["cache_file"] == f"s3://{home}/out_summary_cache"
+    assert refused.code == 2 and refused.stderr.count("\n") == 1 and "--cache-dir" in refused.stderr, refused.stderr
+    assert not unseen.exists() and not list(unseen.parent.glob(".*trajcomp-work"))
+
+
 def _wait_for(condition, proc: subprocess.Popen, seconds: float = 240) -> None:
     """Until `condition()` holds while `proc` runs (its stderr shown when it ended)."""
     deadline = time.monotonic() + seconds
