@@ -231,9 +231,13 @@ class RayPool(Asks):
     async def _check_cache_shared(self) -> None:
         """With summarization.batch the batches' answers reach the actors only through the cache: a
         cache folder some actor does not see would have its rows asked for again every round."""
-        Path(self.cache).mkdir(parents=True, exist_ok=True)
-        missing = await self._lacking([], Path(self.cache))
+        folder = Path(self.cache)
+        made = not folder.exists()
+        folder.mkdir(parents=True, exist_ok=True)
+        missing = await self._lacking([], folder)
         if missing is not None:
+            if made:  # refused: nothing of the run left behind
+                folder.rmdir()
             raise ConfigError(f"--batch with --engine ray needs a summary cache every node reads, and a Ray actor "
                               f"cannot read {missing}: give --cache-dir on storage every node mounts, or in "
                               "object storage (s3://...)")
