@@ -138,9 +138,10 @@ def test_a_cache_in_object_storage_answers_another_run(s3, tmp_path):
 
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_a_run_killed_on_one_machine_resumes_on_another_from_object_storage(s3, tmp_path, workers):
-    """The work folder is copied beside a remote output as parts finish, and summaries go to a remote
-    cache: after SIGKILL, the same command with an empty stage (another machine) resumes to the same bytes,
-    a part torn in the store computed again; with one process, and with two workers taking whole parts."""
+    """The work folder is copied beside a remote output as parts finish, and summaries go to the default
+    cache, which is beside it in the store too: after SIGKILL, the same command with an empty stage (another
+    machine) resumes to the same bytes, paying no summary twice, a part torn in the store computed again;
+    with one process, and with two workers taking whole parts."""
     from test_resume import args as resume_args, freeze, thaw
 
     fs, env = s3
@@ -154,7 +155,7 @@ def test_a_run_killed_on_one_machine_resumes_on_another_from_object_storage(s3, 
         needed = sum(r["compression_metrics"]["was_compressed"] for r in read_jsonl(ref))
         server.reset()
         argv = resume_args(f"s3://bucket/moving{workers}/data.jsonl", f"s3://bucket/moving{workers}/out.jsonl", tok,
-                           server.base_url, "--cache-dir", f"s3://bucket/moving-cache{workers}", "--workers", workers)
+                           server.base_url, "--workers", workers)
         first_machine = {**os.environ, **env, "TRAJCOMP_STAGE_DIR": str(tmp_path / "stage-1")}
         proc = subprocess.Popen([sys.executable, "-m", "trajcomp.cli", *argv], cwd=ROOT, env=first_machine,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -165,7 +166,7 @@ def test_a_run_killed_on_one_machine_resumes_on_another_from_object_storage(s3, 
         freeze(server)
         proc.kill()
         proc.wait()
-        paid = len(keys(fs, f"bucket/moving-cache{workers}"))
+        paid = len(keys(fs, f"bucket/moving{workers}/out_summary_cache"))
         assert not any(k.endswith("/out.jsonl") for k in keys(fs, f"bucket/moving{workers}"))
         thaw(server)
         (part,) = [k for k in keys(fs, f"bucket/moving{workers}") if k.endswith("/file-00000/part-000001.jsonl")]
@@ -178,7 +179,9 @@ def test_a_run_killed_on_one_machine_resumes_on_another_from_object_storage(s3, 
     assert report["processing"]["resumed"] is True and report["processing"]["rows_from_checkpoint"] == 3  # part 0
     assert report["summarization"]["http_requests"] == needed - paid
     home = f"bucket/moving{workers}"
-    assert keys(fs, home) == [f"{home}/data.jsonl", f"{home}/out.jsonl", f"{home}/out_metrics.json"]  # no work folder
+    assert report["summarization"]["cache_file"] == f"s3://{home}/out_summary_cache"
+    assert [k for k in keys(fs, home) if "/out_summary_cache/" not in k] == \
+        [f"{home}/data.jsonl", f"{home}/out.jsonl", f"{home}/out_metrics.json"]  # no work folder
 
 
 def test_an_input_fetched_after_it_changed_in_the_store_is_refused(s3, tmp_path, monkeypatch):

@@ -155,7 +155,7 @@ def test_a_driver_killed_then_a_part_damaged_in_the_store_resumes_to_the_same_by
             local.write_bytes(get(fs, part))
             spoil(local)
             put(fs, part, local.read_bytes())
-        again = run_cli(*argv, env=_driver_env(env, stage))
+        again = run_cli(*argv, env=_driver_env(env, stage.with_name("stage-paid-elsewhere")))
     assert again.code == 0, again.stderr
     warnings = [line for line in again.stderr.splitlines() if line.startswith("trajcomp: warning:")]
     assert len(warnings) == 1, again.stderr
@@ -171,6 +171,95 @@ def test_a_driver_killed_then_a_part_damaged_in_the_store_resumes_to_the_same_by
     assert keys(fs, home) == [f"{home}/{name}" for name in ("data.jsonl", "out.jsonl", "out_metrics.html",
                                                             "out_metrics.json", "out_rejects.jsonl",
                                                             "out_rows.html")]  # no work folder
+
+
+def test_a_driver_killed_and_resumed_pays_no_summary_twice_with_the_default_cache(s3, hidden, cluster, tmp_path):  # noqa: F811
+    """The openai summarizer and no --cache-dir: the cache is beside the output in the store, so whatever
+    node's actor bought a summary before SIGKILL, the same command run from another machine (a stage of its
+    own: the driver's was lost with it), its actors anywhere, asks for none of them again; the bytes of an
+    uninterrupted run."""
+    fs, env = s3
+    home, stage = "bucket/paid-once", hidden / "stage-paid"
+    src = write_jsonl(tmp_path / "data.jsonl", [hermes_row(i) for i in range(18)])
+    put(fs, f"{home}/data.jsonl", src.read_bytes())
+    tok = SAMPLES / "demo_tokenizer"
+    with ServerThread(latency=0.15) as server:
+        ref = tmp_path / "ref" / "out.jsonl"
+        assert run_cli(*resume_args(src, ref, tok, server.base_url, "--no-cache")).code == 0
+        needed = sum(r["compression_metrics"]["was_compressed"] for r in read_jsonl(ref))  # one call each
+        server.reset()
+        argv = resume_args(f"s3://{home}/data.jsonl", f"s3://{home}/out.jsonl", tok, server.base_url,
+                           "--engine", "ray", "--ray-address", cluster)
+        proc = subprocess.Popen([sys.executable, "-m", "trajcomp.cli", *argv], cwd=ROOT, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, env={**os.environ, **_driver_env(env, stage)})
+        try:
+            _wait_for(lambda: sum(k.endswith(".done.json") for k in keys(fs, home)) >= 2, proc)
+            # Frozen in one step on the server's loop: the calls received so far are answered, later ones hang.
+            answering = server._run(lambda: server.server.set_faults(hang_first_n=10**9, hang_seconds=3600)
+                                    or len(server.server.stats.bodies))
+            _wait_for(lambda: len(keys(fs, f"{home}/out_summary_cache")) >= answering, proc)  # each one stored
+        finally:
+            proc.kill()
+            proc.wait()
+        before = server.stats.bodies
+        thaw(server)
+        again = run_cli(*argv, env=_driver_env(env, stage.with_name("stage-paid-elsewhere")))
+        after = server.stats
+    assert again.code == 0, again.stderr
+    assert get(fs, f"{home}/out.jsonl") == ref.read_bytes()
+    report = json.loads(get(fs, f"{home}/out_metrics.json"))
+    assert report["processing"]["resumed"] is True
+    assert report["summarization"]["cache_file"] == f"s3://{home}/out_summary_cache"
+    assert 0 < answering < needed and report["summarization"]["http_requests"] == needed - answering
+    paid = [json.dumps(body["messages"]) for body in before[:answering] + after.bodies[len(before):]]
+    assert after.requests == len(after.bodies) and len(paid) == needed == len(set(paid))  # none asked twice
+
+
+def test_batch_with_ray_actors_writes_the_bytes_of_the_local_batch_run(s3, hidden, cluster, tmp_path):  # noqa: F811
+    """--batch --engine ray, input and output in object storage, on nodes that share no folder: the driver
+    plans each round through the actors and submits the batches; their answers reach the actors through the
+    default cache, in the store. The bytes of a local --batch run, the same requests, none online. A cache
+    folder the nodes do not see is refused in one line, before anything is written."""
+    fs, env = s3
+    home = "bucket/batched"
+    src = write_jsonl(tmp_path / "data.jsonl", [hermes_row(i) for i in range(8)])
+    put(fs, f"{home}/data.jsonl", src.read_bytes())
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("summarization:\n  batch_poll_seconds: 0.05\n")
+    tok, batched = SAMPLES / "demo_tokenizer", ("-c", str(cfg), "--batch")
+    ray_flags = ("--engine", "ray", "--ray-address", cluster)
+    with ServerThread() as server:
+        ref = tmp_path / "ref" / "out.jsonl"
+        local = run_cli(*resume_args(src, ref, tok, server.base_url, *batched))
+        assert local.code == 0, local.stderr
+        bought = sorted(key for batch in server.stats.batch_custom_ids for key in batch)
+        server.reset()
+        argv = resume_args(f"s3://{home}/data.jsonl", f"s3://{home}/out.jsonl", tok, server.base_url, *batched,
+                           *ray_flags)
+        result = run_cli(*argv, env=_driver_env(env, hidden / "stage-batched"))
+        stats = server.stats
+        unseen = hidden / "batched" / "out.jsonl"  # its default cache beside it, where no node looks
+        unseen.parent.mkdir()
+        refused = run_cli(*resume_args(src, unseen, tok, server.base_url, *batched, *ray_flags),
+                          env=ray_cluster.ENV)
+    assert result.code == 0, result.stderr
+    assert get(fs, f"{home}/out.jsonl") == ref.read_bytes()
+    assert bought and sorted(key for batch in stats.batch_custom_ids for key in batch) == bought
+    assert stats.requests == 0  # no call online
+    report = json.loads(get(fs, f"{home}/out_metrics.json"))
+    assert report["summarization"]["batch"]["answered"] == len(bought)
+    assert report["summarization"]["cache_file"] == f"s3://{home}/out_summary_cache"
+    assert refused.code == 2 and refused.stderr.count("\n") == 1 and "--cache-dir" in refused.stderr, refused.stderr
+    assert not list(unseen.parent.iterdir())  # no output, work folder or cache
+
+
+def _wait_for(condition, proc: subprocess.Popen, seconds: float = 240) -> None:
+    """Until `condition()` holds while `proc` runs (its stderr shown when it ended)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.monotonic() < deadline, "the run did not get there"
+        time.sleep(0.1)
 
 
 def test_a_node_that_can_read_neither_gets_the_rows_from_the_driver(s3, hidden, nodes, tmp_path):  # noqa: F811

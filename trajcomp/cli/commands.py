@@ -116,13 +116,14 @@ def _compress_command(flags) -> None:
         ray = _ray_options(flags.engine, flags.dry_run, flags.ray_address, flags.ray_concurrency)
         if ray is not None and flags.workers is not None:  # not silently ignored
             raise ConfigError("--workers is the local engine's; with --engine ray, --ray-concurrency sets the actors")
-        if cfg.batch and (ray is not None or not cfg.cache):
-            raise ConfigError("--batch needs the summary cache and the local engine (not --no-cache, not --engine ray)")
+        if cfg.batch and not cfg.cache:  # the cache carries the batches' answers to every process
+            raise ConfigError("--batch needs the summary cache (not --no-cache)")
         if cfg.batch:
             check_batchable(cfg, "--batch")
         # Inputs in object storage fetched (for Ray actors that may take whole parts through the store,
-        # only listed: they fetch them), an output there given a local place.
-        lazy = ray is not None and is_uri(flags.output) and flags.limit is None
+        # only listed: they fetch them; not with --batch, whose rounds this process plans), an output
+        # there given a local place.
+        lazy = ray is not None and is_uri(flags.output) and flags.limit is None and not cfg.batch
         staged = stage(flags.inputs, flags.output, lazy)
         layout = staged.localize(resolve(staged.inputs, staged.output, cfg, _dotted(flags.output_format), shard,
                                          staged.listed))

@@ -37,7 +37,7 @@ class Layout:
     files: list[FileJob]
     report: Path
     rejects: Path
-    cache: Path | str  # a folder, or an object-storage URI (summarization.cache_dir)
+    cache: Path | str  # a folder, or an object-storage URI (summarization.cache_dir; beside an output there, Stage.localize)
     work: Path  # checkpoints and finished parts; removed when the run completes
     skipped: tuple[Path, ...] = ()  # files in input folders that are not data
     folder: Path | None = None  # the output folder of a folder run (None: one output file)

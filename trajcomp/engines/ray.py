@@ -31,6 +31,7 @@ from .hf import METRICS_COLUMN_TYPE, core, metrics_value
 from .part_store import Store, ThroughStore, reachable
 from .part_work import Asks, perform
 from .progress import warn
+from .remote import is_uri
 from .together import Together
 from .workers import WorkerDied, build_core, shares
 
@@ -224,6 +225,22 @@ class RayPool(Asks):
         self._actors = [_CoreActor.options(**options).remote(c, self.cache) for c in self.configs]
         self._loads = [0] * len(self._actors)
         self.nodes = await asyncio.gather(*(self._call(a.start) for a in self._actors))
+        if self.configs[0].batch and not is_uri(self.cache):
+            await self._check_cache_shared()
+
+    async def _check_cache_shared(self) -> None:
+        """With summarization.batch the batches' answers reach the actors only through the cache: a
+        cache folder some actor does not see would have its rows asked for again every round."""
+        folder = Path(self.cache)
+        made = not folder.exists()
+        folder.mkdir(parents=True, exist_ok=True)
+        missing = await self._lacking([], folder)
+        if missing is not None:
+            if made:  # refused: nothing of the run left behind
+                folder.rmdir()
+            raise ConfigError(f"--batch with --engine ray needs a summary cache every node reads, and a Ray actor "
+                              f"cannot read {missing}: give --cache-dir on storage every node mounts, or in "
+                              "object storage (s3://...)")
 
     async def _ask(self, work: Any) -> Any:
         index = min(range(len(self._actors)), key=self._loads.__getitem__)
@@ -247,17 +264,7 @@ class RayPool(Asks):
     async def reads(self, paths: list[Path], work: Path) -> bool:
         """Whether every actor reads `paths` and the work folder as this process does (shared storage,
         or one machine), so that they take whole parts; said once when they do not."""
-        token = secrets.token_hex(16)
-        probe = work / f"shared-{token[:8]}"
-        probe.write_text(token)
-        files = [(str(path), identity(path)) for path in paths]
-        try:
-            lacking = await asyncio.gather(*(self._call(a.sees, files, str(probe), token) for a in self._actors))
-            answers = {p.read_text() for p in work.glob(probe.name + ".*")}
-        finally:
-            for leftover in work.glob(probe.name + "*"):
-                leftover.unlink(missing_ok=True)
-        missing = next((what for what in lacking if what is not None), None if answers == {token} else str(work))
+        missing = await self._lacking(paths, work)
         if missing is None:
             return True
         nor = f", nor {self._unreachable}" if self._unreachable else ""
@@ -265,6 +272,21 @@ class RayPool(Asks):
              "one by one (put the inputs and the work folder on storage every node mounts, or inputs and output "
              "in object storage every node reads)")
         return False
+
+    async def _lacking(self, paths: list[Path], folder: Path) -> str | None:
+        """What of `paths` and `folder` some actor does not read (and write, in `folder`) where this
+        process does, by a probe file there; None when every actor does."""
+        token = secrets.token_hex(16)
+        probe = folder / f"shared-{token[:8]}"
+        probe.write_text(token)
+        files = [(str(path), identity(path)) for path in paths]
+        try:
+            lacking = await asyncio.gather(*(self._call(a.sees, files, str(probe), token) for a in self._actors))
+            answers = {p.read_text() for p in folder.glob(probe.name + ".*")}
+        finally:
+            for leftover in folder.glob(probe.name + "*"):
+                leftover.unlink(missing_ok=True)
+        return next((what for what in lacking if what is not None), None if answers == {token} else str(folder))
 
     async def _call(self, method, *args):
         """A remote call's value; the error a row core raised, as it raised it; WorkerDied when the

@@ -92,11 +92,15 @@ class Stage:
 
     def localize(self, layout):
         """The layout with staged inputs and outputs named by their URIs, and its work folder mirrored
-        beside a remote output (so a resume on another machine finds it)."""
+        beside a remote output (so a resume on another machine finds it). The default summary cache of a
+        remote output is in the store beside it too: a stage path would be a cache of each machine's own,
+        lost with it, so a resume elsewhere (or another Ray node) would buy its summaries again."""
         files = [dataclasses.replace(job, source=self._staged(job.input), dest=self._staged(job.output),
                                      listed=self.listed.get(str(job.input))) for job in layout.files]
-        mirror = self.uri(layout.work) if self.output_uri is not None else None
-        return dataclasses.replace(layout, files=files, work_mirror=mirror)
+        if self.output_uri is None:
+            return dataclasses.replace(layout, files=files)
+        return dataclasses.replace(layout, files=files, work_mirror=self.uri(layout.work),
+                                   cache=self._staged(layout.cache) or layout.cache)
 
     def _staged(self, path: Path) -> str | None:
         return None if self.uri(path) == str(path) else self.uri(path)
