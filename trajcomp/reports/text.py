@@ -71,8 +71,8 @@ def render_report(report: Report | dict[str, Any], report_path: str, page_path: 
 
 def pruning_text(pruning) -> str:
     """What compression.prune did, in one line."""
-    return (f"{_count(pruning.outputs_pruned, 'tool output')} made stubs ({number(pruning.outputs_deduplicated)} "
-            f"older copies) in {_count(pruning.rows_pruned, 'row')}, {number(pruning.tokens_saved)} tokens saved; "
+    return (f"{counted(pruning.outputs_pruned, 'tool output')} made stubs ({number(pruning.outputs_deduplicated)} "
+            f"older copies) in {counted(pruning.rows_pruned, 'row')}, {number(pruning.tokens_saved)} tokens saved; "
             f"{number(pruning.rows_fit_without_summary)} rows fit with no summary")
 
 
@@ -182,8 +182,8 @@ def _plan_rows(st: DatasetStats) -> list[list[str]]:
 
 
 def _pruned_note(pruned) -> str:
-    return (f"({_count(pruned.outputs_pruned, 'tool output')} made stubs, {number(pruned.tokens_saved)} tokens saved, "
-            f"{_count(pruned.summaries_avoided, 'summary')} avoided)")
+    return (f"({counted(pruned.outputs_pruned, 'tool output')} made stubs, {number(pruned.tokens_saved)} tokens saved, "
+            f"{counted(pruned.summaries_avoided, 'summary')} avoided)")
 
 
 def run_letters(n: int) -> list[str]:
