@@ -155,7 +155,7 @@ def test_a_driver_killed_then_a_part_damaged_in_the_store_resumes_to_the_same_by
             local.write_bytes(get(fs, part))
             spoil(local)
             put(fs, part, local.read_bytes())
-        again = run_cli(*argv, env=_driver_env(env, stage.with_name("stage-paid-elsewhere")))
+        again = run_cli(*argv, env=_driver_env(env, stage))
     assert again.code == 0, again.stderr
     warnings = [line for line in again.stderr.splitlines() if line.startswith("trajcomp: warning:")]
     assert len(warnings) == 1, again.stderr
