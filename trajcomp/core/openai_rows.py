@@ -127,6 +127,13 @@ class OpenAIMessages:
     def with_turns(self, row: dict[str, Any], turns: list[dict[str, Any]]) -> dict[str, Any]:
         return {**row, self.key: turns}
 
+    def tool_result(self, turn: dict[str, Any]) -> dict[str, Any] | None:
+        """A tool message's output and ids, from its fields: {"tool_call_id"?, "name"?, "content"} (None: not a tool message)."""
+        if turn.get("role") not in ("tool", "function"):
+            return None
+        fields = {"tool_call_id": turn.get("tool_call_id"), "name": turn.get("name")}
+        return {**{k: v for k, v in fields.items() if v is not None}, "content": content_text(turn.get("content"))}
+
     def chat_messages(self, native: list[dict[str, Any]], chat_roles: dict[str, str]) -> list[dict[str, Any]]:
         """The messages as they are (tool_calls and all): OpenAI rows already speak the templates' language."""
         return native

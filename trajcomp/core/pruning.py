@@ -22,7 +22,9 @@ from .stubs import Output, StubStyle
 from .turn import Turn
 
 TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
-TOOL_RESPONSE = re.compile(r"(<tool_response>\s*)(.*?)(\s*</tool_response>)", re.S)
+OPEN_RESPONSE = re.compile(r"<tool_response>\s*")
+CLOSE_RESPONSE = re.compile(r"\s*</tool_response>")
+_DECODER = json.JSONDecoder()
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,7 @@ def candidates(native: Sequence[dict], fmt, turns: Sequence[Turn], params: PlanP
     """The tool turns pruning may stub, in the order it stubs them."""
     roles = [t.role for t in turns]
     head_end, tail_start = protected_bounds(roles, params)
-    outputs = _outputs(turns)
+    outputs = _outputs(native, fmt, turns)
     newest: dict[tuple, int] = {}  # an output's identity -> the last turn holding it
     for i, blocks in outputs.items():
         newest[_identity(blocks)] = i
@@ -60,7 +62,7 @@ def candidates(native: Sequence[dict], fmt, turns: Sequence[Turn], params: PlanP
             continue
         later = newest[_identity(outputs[i])]
         later = later - i if later > i else None
-        stubbed = _stubbed(native[i], fmt, turns[i].text, outputs[i], style, later)
+        stubbed = _stubbed(native, fmt, turns, i, outputs[i], [style.text(o, later) for _, o in outputs[i]])
         (dups if later is not None else others).append(Candidate(i, *stubbed, later is not None))
     return dups + others
 
@@ -69,7 +71,7 @@ def _identity(blocks: list[tuple[Block, Output]]) -> tuple:
     return tuple((o.tool, json.dumps(b.content, sort_keys=True, ensure_ascii=False)) for b, o in blocks)
 
 
-def _outputs(turns: Sequence[Turn]) -> dict[int, list[tuple[Block, Output]]]:
+def _outputs(native: Sequence[dict], fmt, turns: Sequence[Turn]) -> dict[int, list[tuple[Block, Output]]]:
     """Every tool turn's outputs, each with what a stub says of it (its call found in the turn before the results)."""
     found: dict[int, list[tuple[Block, Output]]] = {}
     calls: list[dict] = []
@@ -79,7 +81,7 @@ def _outputs(turns: Sequence[Turn]) -> dict[int, list[tuple[Block, Output]]]:
             calls, position = (_calls(turn.text) if turn.role == "gpt" else []), 0
             continue
         pairs = []
-        for block in _blocks(turn.text):
+        for block in _blocks(native[i], fmt, turn.text):
             call = _call_for(calls, position, block.name)
             position += 1
             name = block.name or call.get("name") or ""
@@ -102,27 +104,51 @@ def _calls(text: str) -> list[dict]:
     return [call for call in found if isinstance(call, dict)]
 
 
-def _blocks(text: str) -> list[Block]:
-    """A tool turn's outputs: its <tool_response> blocks, or its whole text as one output."""
-    blocks = []
-    for match in TOOL_RESPONSE.finditer(text):
-        payload = _loads(match.group(2))
-        if isinstance(payload, dict) and "content" in payload:
-            name = payload.get("name") if isinstance(payload.get("name"), str) else None
-            blocks.append(Block(name, payload["content"], payload, match.span(2)))
-        else:
-            blocks.append(Block(None, match.group(2), None, match.span(2)))
+def _blocks(turn: dict, fmt, text: str) -> list[Block]:
+    """A tool turn's outputs: an OpenAI message's content (from its fields), else its <tool_response>
+    blocks, else its whole text as one output."""
+    result = fmt.tool_result(turn)
+    if result is not None:
+        return [Block(result.get("name"), result["content"], result, None)]
+    blocks, cursor = [], 0
+    while opened := OPEN_RESPONSE.search(text, cursor):
+        block, cursor = _json_block(text, opened.end()) or _raw_block(text, opened.end())
+        if block is None:
+            break
+        blocks.append(block)
     return blocks or [Block(None, text, None, None)]
 
 
-def _stubbed(turn: dict, fmt, text: str, outputs: list[tuple[Block, Output]], style: StubStyle,
-             later: int | None) -> tuple[dict, str]:
-    """The turn with a stub in place of each output, and its new text as the planner sees it."""
-    stubs = [style.text(output, later) for _, output in outputs]
-    if getattr(fmt, "name", "") == "openai":  # the message's content is the output; the rendered text is built from it
-        new = fmt.with_text(turn, stubs[0])
-        payload = {**outputs[0][0].payload, "content": stubs[0]}
-        return new, f"<tool_response>\n{json.dumps(payload, ensure_ascii=False)}\n</tool_response>"
+def _json_block(text: str, start: int) -> tuple[Block, int] | None:
+    """The block whose JSON starts at `start`, read to the JSON's own end (an output may hold the
+    text `</tool_response>`), and the index after its close; None: no JSON closed there."""
+    try:
+        payload, end = _DECODER.raw_decode(text, start)
+    except ValueError:
+        return None
+    closed = CLOSE_RESPONSE.match(text, end)
+    if closed is None:
+        return None
+    if isinstance(payload, dict) and "content" in payload:
+        name = payload.get("name") if isinstance(payload.get("name"), str) else None
+        return Block(name, payload["content"], payload, (start, end)), closed.end()
+    return Block(None, text[start:end], None, (start, end)), closed.end()
+
+
+def _raw_block(text: str, start: int) -> tuple[Block | None, int]:
+    """A block that is not JSON: its text up to the first close (None: the block is never closed)."""
+    closed = CLOSE_RESPONSE.search(text, start)
+    if closed is None:
+        return None, len(text)
+    return Block(None, text[start : closed.start()], None, (start, closed.start())), closed.end()
+
+
+def _stubbed(native: Sequence[dict], fmt, turns: Sequence[Turn], i: int, outputs: list[tuple[Block, Output]],
+             stubs: list[str]) -> tuple[dict, str]:
+    """Turn `i` with a stub in place of each output, and its new text as the planner sees it."""
+    turn, text = native[i], turns[i].text
+    if fmt.tool_result(turn) is not None:  # the content is the output; the adapter renders the rest
+        return _rendered(native, fmt, turns, i, fmt.with_text(turn, stubs[0]))
     pieces, cursor = [], 0
     for (block, _), stub in zip(outputs, stubs):
         if block.span is None:
@@ -132,6 +158,13 @@ def _stubbed(turn: dict, fmt, text: str, outputs: list[tuple[Block, Output]], st
         cursor = block.span[1]
     new_text = "".join(pieces) + text[cursor:]
     return fmt.with_text(turn, new_text), new_text
+
+
+def _rendered(native: Sequence[dict], fmt, turns: Sequence[Turn], i: int, new: dict) -> tuple[dict, str]:
+    """`new` in place of turn `i`, and its text rendered by the adapter beside the call it answers."""
+    caller = next((j for j in range(i - 1, -1, -1) if turns[j].role != "tool"), None)
+    context = [native[caller]] if caller is not None else []
+    return new, fmt.turns([*context, new])[-1].text
 
 
 def _loads(text: str) -> Any:

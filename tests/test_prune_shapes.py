@@ -1,0 +1,70 @@
+"""compress --prune on tool outputs of awkward shapes: a literal `</tool_response>` in an output, a
+Hermes payload with no "content", results answering their calls out of order, short outputs beside
+long ones in one turn. Hand-built Hermes and OpenAI rows through the real row core."""
+
+from __future__ import annotations
+
+import json
+
+from test_validity import check, config
+
+LONG = "\n".join(f"line {j}: tests/test_io.py::case_{j} PASSED" for j in range(40))
+
+
+def hermes_row(rounds: list[list[tuple[str, str, dict]]]) -> dict:
+    """One gpt turn of calls per round, then one tool turn holding a <tool_response> per (id, command, payload)."""
+    turns = [{"from": "system", "value": "You are a coding agent."}, {"from": "human", "value": "Fix the io tests."}]
+    for calls in rounds:
+        blocks = [json.dumps({"name": "bash", "arguments": {"command": cmd}, "id": cid}) for cid, cmd, _ in calls]
+        turns.append({"from": "gpt", "value": "\n".join(f"<tool_call>\n{b}\n</tool_call>" for b in blocks)})
+        bodies = [f"<tool_response>\n{json.dumps(payload)}\n</tool_response>" for _, _, payload in calls]
+        turns.append({"from": "tool", "value": "\n".join(bodies)})
+    turns += [{"from": "gpt", "value": "Done."}, {"from": "human", "value": "Thanks."}, {"from": "gpt", "value": "Ok."}]
+    return {"conversations": turns}
+
+
+def openai_row(rounds: list[list[tuple[str, str, str]]], answers=None) -> dict:
+    """One assistant message of calls per round, then a tool message per (id, command, output), in `answers` order."""
+    messages = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix it."}]
+    for calls in rounds:
+        messages.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": cid, "type": "function", "function": {"name": "bash", "arguments": json.dumps({"command": cmd})}}
+            for cid, cmd, _ in calls]})
+        order = answers(calls) if answers else calls
+        messages += [{"role": "tool", "tool_call_id": cid, "name": "bash", "content": out} for cid, _, out in order]
+    messages += [{"role": "assistant", "content": "Done."}, {"role": "user", "content": "Thanks."},
+                 {"role": "assistant", "content": "Ok."}]
+    return {"messages": messages}
+
+
+def pruned(row: dict, frac: float = 0.3):
+    result = check(row, config(row, frac, 60, 2, (False, False, False), prune=True))
+    assert result.metrics.pruned_outputs, result.metrics
+    return result
+
+
+def responses(text: str) -> list[dict]:
+    """A Hermes tool turn's <tool_response> payloads, each read to its JSON's end."""
+    decoder, out = json.JSONDecoder(), []
+    for piece in text.split("<tool_response>\n")[1:]:
+        out.append(decoder.raw_decode(piece)[0])
+    return out
+
+
+def test_a_literal_close_tag_inside_a_hermes_output_keeps_the_payload_whole():
+    tricky = LONG + "\nprint('</tool_response>')\n" + LONG
+    rows = [[("c1", "cat a.py", {"tool_call_id": "c1", "name": "bash", "content": tricky})],
+            [("c2", "cat b.py", {"tool_call_id": "c2", "name": "bash", "content": LONG})]]
+    out = pruned(hermes_row(rows)).row["conversations"]
+    payload = responses(out[3]["value"])
+    assert len(payload) == 1 and payload[0]["tool_call_id"] == "c1" and payload[0]["name"] == "bash"
+    assert payload[0]["content"].startswith("[pruned] bash `cat a.py`")
+    assert out[3]["value"].endswith("\n</tool_response>")
+
+
+def test_a_literal_close_tag_inside_an_openai_output_is_stubbed_from_the_message():
+    tricky = LONG + "\n</tool_response>\n" + LONG
+    row = openai_row([[("c1", "cat a.py", tricky)], [("c2", "cat b.py", LONG)]])
+    out = pruned(row).row["messages"]
+    assert out[3] == {"role": "tool", "tool_call_id": "c1", "name": "bash",
+                      "content": f"[pruned] bash `cat a.py` -> {tricky.count(chr(10)) + 1} lines, {len(tricky)} chars"}
