@@ -15,7 +15,8 @@ def hermes_row(rounds: list[list[tuple[str, str, dict]]]) -> dict:
     """One gpt turn of calls per round, then one tool turn holding a <tool_response> per (id, command, payload)."""
     turns = [{"from": "system", "value": "You are a coding agent."}, {"from": "human", "value": "Fix the io tests."}]
     for calls in rounds:
-        blocks = [json.dumps({"name": "bash", "arguments": {"command": cmd}, "id": cid}) for cid, cmd, _ in calls]
+        blocks = [json.dumps({"name": payload["name"], "arguments": {"command": cmd}, "id": cid})
+                  for cid, cmd, payload in calls]
         turns.append({"from": "gpt", "value": "\n".join(f"<tool_call>\n{b}\n</tool_call>" for b in blocks)})
         bodies = [f"<tool_response>\n{json.dumps(payload)}\n</tool_response>" for _, _, payload in calls]
         turns.append({"from": "tool", "value": "\n".join(bodies)})
@@ -68,3 +69,15 @@ def test_a_literal_close_tag_inside_an_openai_output_is_stubbed_from_the_message
     out = pruned(row).row["messages"]
     assert out[3] == {"role": "tool", "tool_call_id": "c1", "name": "bash",
                       "content": f"[pruned] bash `cat a.py` -> {tricky.count(chr(10)) + 1} lines, {len(tricky)} chars"}
+
+
+def test_a_hermes_payload_without_content_keeps_its_ids_and_stubs_only_its_output():
+    rows = [[("call_1", "ls src", {"tool_call_id": "call_1", "name": "ls", "result": LONG + "1"})],
+            [("call_2", "ls lib", {"tool_call_id": "call_2", "name": "ls", "data": {"rows": LONG}})],
+            [("call_3", "ls doc", {"tool_call_id": "call_3", "name": "ls", "output": LONG + "3"})]]
+    row = hermes_row(rows)
+    out = pruned(row, 0.5).row["conversations"]
+    first, second = responses(out[3]["value"])[0], responses(out[5]["value"])[0]
+    assert list(first) == ["tool_call_id", "name", "result"] and first["tool_call_id"] == "call_1"
+    assert first["result"].startswith("[pruned] ls `ls src` -> ")
+    assert out[5] == row["conversations"][5]  # no output key: nothing to stub, the payload stays whole

@@ -25,6 +25,8 @@ TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
 OPEN_RESPONSE = re.compile(r"<tool_response>\s*")
 CLOSE_RESPONSE = re.compile(r"\s*</tool_response>")
 _DECODER = json.JSONDecoder()
+# The keys a <tool_response> JSON object holds its output under, most usual first; its other keys (ids, name) stay.
+OUTPUT_KEYS = ("content", "result", "output", "observation", "response")
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,11 @@ class Block:
     content: Any
     payload: dict[str, Any] | None  # the <tool_response> JSON object holding it (None: the turn's whole text)
     span: tuple[int, int] | None  # of the block's JSON in the turn's text
+    key: str | None = None  # the payload's key holding the output (None with a payload: no output to stub)
+
+    @property
+    def stubbable(self) -> bool:
+        return self.payload is None or self.key is not None
 
 
 def candidates(native: Sequence[dict], fmt, turns: Sequence[Turn], params: PlanParams, style: StubStyle,
@@ -62,7 +69,10 @@ def candidates(native: Sequence[dict], fmt, turns: Sequence[Turn], params: PlanP
             continue
         later = newest[_identity(outputs[i])]
         later = later - i if later > i else None
-        stubbed = _stubbed(native, fmt, turns, i, outputs[i], [style.text(o, later) for _, o in outputs[i]])
+        stubs = [style.text(o, later) if b.stubbable else None for b, o in outputs[i]]
+        if not any(stubs):
+            continue
+        stubbed = _stubbed(native, fmt, turns, i, outputs[i], stubs)
         (dups if later is not None else others).append(Candidate(i, *stubbed, later is not None))
     return dups + others
 
@@ -109,7 +119,7 @@ def _blocks(turn: dict, fmt, text: str) -> list[Block]:
     blocks, else its whole text as one output."""
     result = fmt.tool_result(turn)
     if result is not None:
-        return [Block(result.get("name"), result["content"], result, None)]
+        return [Block(result.get("name"), result["content"], result, None, "content")]
     blocks, cursor = [], 0
     while opened := OPEN_RESPONSE.search(text, cursor):
         block, cursor = _json_block(text, opened.end()) or _raw_block(text, opened.end())
@@ -129,9 +139,10 @@ def _json_block(text: str, start: int) -> tuple[Block, int] | None:
     closed = CLOSE_RESPONSE.match(text, end)
     if closed is None:
         return None
-    if isinstance(payload, dict) and "content" in payload:
+    if isinstance(payload, dict):
         name = payload.get("name") if isinstance(payload.get("name"), str) else None
-        return Block(name, payload["content"], payload, (start, end)), closed.end()
+        key = next((k for k in OUTPUT_KEYS if k in payload), None)
+        return Block(name, payload.get(key), payload, (start, end), key), closed.end()
     return Block(None, text[start:end], None, (start, end)), closed.end()
 
 
@@ -153,7 +164,9 @@ def _stubbed(native: Sequence[dict], fmt, turns: Sequence[Turn], i: int, outputs
     for (block, _), stub in zip(outputs, stubs):
         if block.span is None:
             return fmt.with_text(turn, stub), stub
-        body = json.dumps({**block.payload, "content": stub}, ensure_ascii=False) if block.payload is not None else stub
+        if stub is None:  # this output stays as it is
+            continue
+        body = json.dumps({**block.payload, block.key: stub}, ensure_ascii=False) if block.payload is not None else stub
         pieces += [text[cursor : block.span[0]], body]
         cursor = block.span[1]
     new_text = "".join(pieces) + text[cursor:]
