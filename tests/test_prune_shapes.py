@@ -81,3 +81,18 @@ def test_a_hermes_payload_without_content_keeps_its_ids_and_stubs_only_its_outpu
     assert list(first) == ["tool_call_id", "name", "result"] and first["tool_call_id"] == "call_1"
     assert first["result"].startswith("[pruned] ls `ls src` -> ")
     assert out[5] == row["conversations"][5]  # no output key: nothing to stub, the payload stays whole
+
+
+def test_results_answering_their_calls_out_of_order_are_stubbed_by_their_ids():
+    a, b = LONG + "\n# a.py", LONG + "\n# b.py\n" + LONG
+    calls = [("c1", "cat a.py", a), ("c2", "cat b.py", b)]
+    row = openai_row([calls, [("c3", "ls", LONG)]], answers=lambda cs: cs[::-1])
+    out = pruned(row, 0.5).row["messages"]
+    assert out[3]["tool_call_id"] == "c2" and out[3]["content"].startswith("[pruned] bash `cat b.py` -> 81 lines")
+    hermes = hermes_row([[(cid, cmd, {"tool_call_id": cid, "name": "bash", "content": text})
+                          for cid, cmd, text in calls[::-1]], [("c3", "ls", {"name": "bash", "content": LONG})]])
+    turn = hermes["conversations"][2]
+    turn["value"] = turn["value"].replace("c2", "cX").replace("c1", "c2").replace("cX", "c1")  # calls c1, c2
+    turn["value"] = turn["value"].replace("cat b.py", "cat X").replace("cat a.py", "cat b.py").replace("cat X", "cat a.py")
+    stubs = [p["content"] for p in responses(pruned(hermes, 0.5).row["conversations"][3]["value"])]
+    assert stubs[0].startswith("[pruned] bash `cat b.py` -> 81 lines") and stubs[1].startswith("[pruned] bash `cat a.py`")

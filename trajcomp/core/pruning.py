@@ -48,6 +48,7 @@ class Block:
     payload: dict[str, Any] | None  # the <tool_response> JSON object holding it (None: the turn's whole text)
     span: tuple[int, int] | None  # of the block's JSON in the turn's text
     key: str | None = None  # the payload's key holding the output (None with a payload: no output to stub)
+    call_id: str | None = None  # the id of the call it answers, when the result names one
 
     @property
     def stubbable(self) -> bool:
@@ -88,11 +89,11 @@ def _outputs(native: Sequence[dict], fmt, turns: Sequence[Turn]) -> dict[int, li
     position = 0  # the outputs seen since the calls' turn: the next one answers calls[position]
     for i, turn in enumerate(turns):
         if turn.role != "tool":
-            calls, position = (_calls(turn.text) if turn.role == "gpt" else []), 0
+            calls, position = (_calls(native[i], fmt, turn.text) if turn.role == "gpt" else []), 0
             continue
         pairs = []
         for block in _blocks(native[i], fmt, turn.text):
-            call = _call_for(calls, position, block.name)
+            call = _call_for(calls, position, block)
             position += 1
             name = block.name or call.get("name") or ""
             pairs.append((block, Output.of(name, call.get("arguments"), block.content)))
@@ -100,15 +101,24 @@ def _outputs(native: Sequence[dict], fmt, turns: Sequence[Turn]) -> dict[int, li
     return found
 
 
-def _call_for(calls: list[dict], position: int, name: str | None) -> dict:
-    """The call an output answers: the one at its place, unless the output names another tool."""
+def _call_for(calls: list[dict], position: int, block: Block) -> dict:
+    """The call an output answers: the one its id names; without ids, the one at its place, unless
+    the output names another tool."""
+    by_id = next((c for c in calls if block.call_id is not None and _call_id(c) == block.call_id), None)
+    if by_id is not None:
+        return by_id
+    name = block.name
     if position < len(calls) and (name is None or calls[position].get("name") == name):
         return calls[position]
     return next((c for c in calls if name is not None and c.get("name") == name), {})
 
 
-def _calls(text: str) -> list[dict]:
-    """A gpt turn's calls as {"name", "arguments"}: Hermes <tool_call> blocks, or a LLaMA-Factory function_call's JSON."""
+def _calls(turn: dict, fmt, text: str) -> list[dict]:
+    """A gpt turn's calls as {"name", "arguments", "id"?}: an OpenAI message's tool_calls, Hermes
+    <tool_call> blocks, or a LLaMA-Factory function_call's JSON."""
+    native = fmt.tool_calls(turn)
+    if native is not None:
+        return native
     found = [_loads(raw) for raw in TOOL_CALL.findall(text)] if "<tool_call>" in text else [_loads(text)]
     found = [item for value in found for item in (value if isinstance(value, list) else [value])]
     return [call for call in found if isinstance(call, dict)]
@@ -119,7 +129,7 @@ def _blocks(turn: dict, fmt, text: str) -> list[Block]:
     blocks, else its whole text as one output."""
     result = fmt.tool_result(turn)
     if result is not None:
-        return [Block(result.get("name"), result["content"], result, None, "content")]
+        return [Block(result.get("name"), result["content"], result, None, "content", result.get("tool_call_id"))]
     blocks, cursor = [], 0
     while opened := OPEN_RESPONSE.search(text, cursor):
         block, cursor = _json_block(text, opened.end()) or _raw_block(text, opened.end())
@@ -142,7 +152,8 @@ def _json_block(text: str, start: int) -> tuple[Block, int] | None:
     if isinstance(payload, dict):
         name = payload.get("name") if isinstance(payload.get("name"), str) else None
         key = next((k for k in OUTPUT_KEYS if k in payload), None)
-        return Block(name, payload.get(key), payload, (start, end), key), closed.end()
+        block = Block(name, payload.get(key), payload, (start, end), key, _call_id(payload))
+        return block, closed.end()
     return Block(None, text[start:end], None, (start, end)), closed.end()
 
 
@@ -178,6 +189,12 @@ def _rendered(native: Sequence[dict], fmt, turns: Sequence[Turn], i: int, new: d
     caller = next((j for j in range(i - 1, -1, -1) if turns[j].role != "tool"), None)
     context = [native[caller]] if caller is not None else []
     return new, fmt.turns([*context, new])[-1].text
+
+
+def _call_id(value: dict) -> str | None:
+    """The id a call or a result carries (Hermes JSON says `id` or `tool_call_id`), if any."""
+    found = value.get("tool_call_id", value.get("id"))
+    return found if isinstance(found, str) else None
 
 
 def _loads(text: str) -> Any:
