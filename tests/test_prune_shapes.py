@@ -96,3 +96,11 @@ def test_results_answering_their_calls_out_of_order_are_stubbed_by_their_ids():
     turn["value"] = turn["value"].replace("cat b.py", "cat X").replace("cat a.py", "cat b.py").replace("cat X", "cat a.py")
     stubs = [p["content"] for p in responses(pruned(hermes, 0.5).row["conversations"][3]["value"])]
     assert stubs[0].startswith("[pruned] bash `cat b.py` -> 81 lines") and stubs[1].startswith("[pruned] bash `cat a.py`")
+
+
+def test_a_short_output_beside_a_long_one_in_one_turn_stays_as_it_is():
+    calls = [("c1", "touch x", {"tool_call_id": "c1", "name": "bash", "content": "ok"}),
+             ("c2", "cat a.py", {"tool_call_id": "c2", "name": "bash", "content": LONG})]
+    row = hermes_row([calls, [("c3", "ls", {"tool_call_id": "c3", "name": "bash", "content": LONG + "!"})]])
+    first, second = responses(pruned(row, 0.5).row["conversations"][3]["value"])
+    assert first == calls[0][2] and second["content"].startswith("[pruned] bash `cat a.py`")

@@ -4,8 +4,8 @@ The order (`candidates`), among the tool turns outside the protected head and ta
 1. older copies of a duplicated output (the same tool's output, identical to a later one's,
    whatever the call ids), oldest first; their stub says how many turns later the newest copy is;
 2. then every other tool output, oldest first.
-An output of `prune_min_chars` characters or fewer is never stubbed, nor one whose stub would not
-be shorter. Only a stub's output changes: the turn keeps its role and place, and the ids and
+Each output is decided alone, also beside others in one turn: one of `prune_min_chars` characters
+or fewer is never stubbed, nor one whose stub would not be shorter; its siblings may be. Only a stub's output changes: the turn keeps its role and place, and the ids and
 names its dialect pairs calls and results by (Hermes `<tool_response>` JSON, OpenAI `tool_call_id`
 and `name`; LLaMA-Factory pairs by place).
 """
@@ -66,16 +66,25 @@ def candidates(native: Sequence[dict], fmt, turns: Sequence[Turn], params: PlanP
         newest[_identity(blocks)] = i
     dups, others = [], []
     for i in range(head_end, tail_start):
-        if i not in outputs or sum(len(o.text) for _, o in outputs[i]) <= min_chars:
+        if i not in outputs:
             continue
         later = newest[_identity(outputs[i])]
         later = later - i if later > i else None
-        stubs = [style.text(o, later) if b.stubbable else None for b, o in outputs[i]]
+        stubs = [_stub(block, output, style, later, min_chars) for block, output in outputs[i]]
         if not any(stubs):
             continue
         stubbed = _stubbed(native, fmt, turns, i, outputs[i], stubs)
         (dups if later is not None else others).append(Candidate(i, *stubbed, later is not None))
     return dups + others
+
+
+def _stub(block: Block, output: Output, style: StubStyle, later: int | None, min_chars: int) -> str | None:
+    """The stub of one output of a turn; None: it stays (short, not stubbable, or its stub is not shorter)."""
+    if not block.stubbable or len(output.text) <= min_chars:
+        return None
+    stub = style.text(output, later)
+    written = block.content if isinstance(block.content, str) else json.dumps(block.content, ensure_ascii=False)
+    return stub if len(stub) < len(written) else None
 
 
 def _identity(blocks: list[tuple[Block, Output]]) -> tuple:
