@@ -42,6 +42,8 @@ def test_each_style_writes_its_documented_stub(dialect, style):
     rows = swe_rows.rows(dialect, 6, seed=40)
     seen = 0
     for row, result in zip(rows, compress_all(cfg, rows)):
+        if result.metrics.passes:  # a summary moved the turns: stub_contents compares them in place
+            continue
         for output, stub in stub_contents(row, result.row, dialect):
             text = output["output"]
             if style == "swe-agent":
@@ -77,8 +79,9 @@ def test_stub_fields_of_outputs_of_every_shape():
     out = Output.of("read_file", {"limit": 5, "path": "a.py"}, {"content": {"content": "x = 1\nERROR: boom"}})
     assert (out.argument, out.exit_code, out.error, out.lines) == ("a.py", None, "ERROR: boom", 2)
     assert StubStyle().text(out) == "[pruned] read_file `a.py` -> first error: ERROR: boom; 2 lines, 17 chars"
-    assert StubStyle().text(Output.of("", None, "plain text"), later=3) == (
-        "[pruned: identical to the output 3 turns later] 1 lines, 10 chars")
+    assert StubStyle().text(Output.of("", None, "plain text"), later=out) == (
+        "[pruned: identical to the later output of read_file `a.py`] 1 lines, 10 chars")
+    assert StubStyle("template", "{later}").text(out, later=Output.of("", None, "x")) == "a later output"
     assert StubStyle("template", "{tool}:{exit_code}:{later}").text(Output.of("t", "x", "out")) == "t::"
 
 

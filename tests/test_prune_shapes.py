@@ -104,3 +104,17 @@ def test_a_short_output_beside_a_long_one_in_one_turn_stays_as_it_is():
     row = hermes_row([calls, [("c3", "ls", {"tool_call_id": "c3", "name": "bash", "content": LONG + "!"})]])
     first, second = responses(pruned(row, 0.5).row["conversations"][3]["value"])
     assert first == calls[0][2] and second["content"].startswith("[pruned] bash `cat a.py`")
+
+
+def test_the_newest_copy_of_a_stubbed_output_stays_whole():
+    """At a target that needs three of the four stubs, the older copy is a stub naming the newest copy's
+    call, and the newest copy stays whole: the next output is stubbed in its place."""
+    same = {"name": "bash", "content": LONG}
+    rows = [[("c1", "cat a.py", {**same, "tool_call_id": "c1"})], [("c2", "ls", {**same, "content": LONG + "2"})],
+            [("c3", "cat ./a.py", {**same, "tool_call_id": "c3"})], [("c4", "ls", {**same, "content": LONG + "4"})]]
+    row = hermes_row(rows)
+    result = check(row, config(row, 0.4, 60, 2, (False, False, False), prune=True))
+    out = result.row["conversations"]
+    assert result.metrics.passes == 0 and result.metrics.pruned_outputs == 3
+    assert responses(out[3]["value"])[0]["content"].startswith("[pruned: identical to the later output of bash `cat ./a.py`]")
+    assert out[7] == row["conversations"][7]

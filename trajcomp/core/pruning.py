@@ -2,8 +2,9 @@
 
 The order (`candidates`), among the tool turns outside the protected head and tail:
 1. older copies of a duplicated output (the same tool's output, identical to a later one's,
-   whatever the call ids), oldest first; their stub says how many turns later the newest copy is;
-2. then every other tool output, oldest first.
+   whatever the call ids), oldest first; their stub names the newest copy's call;
+2. then every other tool output, oldest first, but for the newest copy of an output whose older
+   copies are stubs: it is never stubbed, being the one full copy those stubs point to.
 Each output is decided alone, also beside others in one turn: one of `prune_min_chars` characters
 or fewer is never stubbed, nor one whose stub would not be shorter; its siblings may be. Only a stub's output changes: the turn keeps its role and place, and the ids and
 names its dialect pairs calls and results by (Hermes `<tool_response>` JSON, OpenAI `tool_call_id`
@@ -64,21 +65,23 @@ def candidates(native: Sequence[dict], fmt, turns: Sequence[Turn], params: PlanP
     newest: dict[tuple, int] = {}  # an output's identity -> the last turn holding it
     for i, blocks in outputs.items():
         newest[_identity(blocks)] = i
-    dups, others = [], []
+    dups, others, copied = [], [], set()  # copied: the outputs whose older copies are stubs
     for i in range(head_end, tail_start):
-        if i not in outputs:
+        identity = _identity(outputs.get(i, []))
+        j = newest.get(identity, i)
+        if i not in outputs or (j == i and identity in copied):  # the one full copy the copies' stubs point to
             continue
-        later = newest[_identity(outputs[i])]
-        later = later - i if later > i else None
+        later = outputs[j][0][1] if j > i else None
         stubs = [_stub(block, output, style, later, min_chars) for block, output in outputs[i]]
         if not any(stubs):
             continue
         stubbed = _stubbed(native, fmt, turns, i, outputs[i], stubs)
         (dups if later is not None else others).append(Candidate(i, *stubbed, later is not None))
+        copied |= {identity} if later is not None else set()
     return dups + others
 
 
-def _stub(block: Block, output: Output, style: StubStyle, later: int | None, min_chars: int) -> str | None:
+def _stub(block: Block, output: Output, style: StubStyle, later: Output | None, min_chars: int) -> str | None:
     """The stub of one output of a turn; None: it stays (short, not stubbable, or its stub is not shorter)."""
     if not block.stubbable or len(output.text) <= min_chars:
         return None
