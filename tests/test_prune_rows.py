@@ -208,6 +208,9 @@ def test_llamafactory_agent_rows_are_fit_by_stubs_and_keep_the_alternation(tmp_p
     ("compression:\n  prune_style: template\n", "prune_style template needs compression.prune_template"),
     ("compression:\n  prune_style: template\n  prune_template: '{tool} {size}'\n", "unknown field {size}"),
     ("compression:\n  prune_template: '{tool}'\n", "prune_template is used only with prune_style: template"),
+    ("compression:\n  prune_style: template\n  prune_template: 'exit {exit_code:d}'\n",
+     "prune_template fails on an output with no exit code or error: Unknown format code 'd'"),
+    ("compression:\n  prune_style: template\n  prune_template: '{exit_code:s}'\n", "fails on an output: Unknown format code 's'"),
     ("compression:\n  prune_min_chars: -1\n", "compression.prune_min_chars must be >= 0"),
     ("compression:\n  prune: 'yes'\n", "compression.prune must be bool"),
 ])

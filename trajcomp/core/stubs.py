@@ -117,6 +117,19 @@ def style_problem(style: str, template: str | None) -> str | None:
         return f"prune_template has unknown field {{{unknown[0]}}} (fields: {', '.join(TEMPLATE_FIELDS)})"
     if "\n" in template:
         return "prune_template must be one line"
+    return _trial_problem(template)
+
+
+def _trial_problem(template: str) -> str | None:
+    """Why the template fails on some output (a format spec such as {exit_code:d} fails on an output
+    with no exit code): it is tried on an output with every field and on one with none, each a copy."""
+    bare = Output("", "", "", None, "")
+    full = Output("bash", "ls", "a\nb", 1, "error: x")
+    for output, later in ((bare, None), (full, full)):
+        try:
+            template.format(**fields(output, later))
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+            return f"prune_template fails on {'an output with no exit code or error' if later is None else 'an output'}: {exc}"
     return None
 
 
