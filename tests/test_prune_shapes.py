@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import json
 
-from test_validity import check, config
+from test_validity import COUNTER, check, config
+
+from trajcomp.core.compressor import plan_params
+from trajcomp.core.prune_fit import Pruner
+from trajcomp.core.rows import RowSchema
+from trajcomp.core.tokens import TemplateLengths
 
 LONG = "\n".join(f"line {j}: tests/test_io.py::case_{j} PASSED" for j in range(40))
 
@@ -118,3 +123,25 @@ def test_the_newest_copy_of_a_stubbed_output_stays_whole():
     assert result.metrics.passes == 0 and result.metrics.pruned_outputs == 3
     assert responses(out[3]["value"])[0]["content"].startswith("[pruned: identical to the later output of bash `cat ./a.py`]")
     assert out[7] == row["conversations"][7]
+
+
+class ShortEstimates(TemplateLengths):
+    """The chat template's real lengths, but every edit estimated 1000 tokens short (as a piecewise
+    count may be off at the pieces' seams, here on purpose and by far)."""
+
+    def measure_edit(self, base, messages):
+        return super().measure_edit(base, messages) - 1000
+
+
+def test_a_row_the_exact_measure_finds_over_takes_more_stubs_before_any_summary():
+    rows = [[(f"c{k}", f"cat f{k}.py", {"tool_call_id": f"c{k}", "name": "bash", "content": LONG + str(k)})]
+            for k in range(5)]
+    row = hermes_row(rows)
+    cfg = config(row, 0.5, 60, 2, (False, False, False), prune=True, count_mode="chat_template")
+    lengths = ShortEstimates(COUNTER)
+    fmt = RowSchema().adapter(row)
+    native = fmt.native_turns(row)
+    turns = fmt.turns(native)
+    measured = lengths.measure([t.text for t in turns], fmt.chat_messages(native, cfg.chat_roles), 0)
+    pruned = Pruner(cfg, lengths, plan_params(cfg, lengths)).fit_here(native, fmt, turns, measured)
+    assert pruned.measured.total <= cfg.target_max_tokens < measured.total

@@ -87,10 +87,17 @@ class Pruner:
             length = self._edited_length(native, fmt, chosen[:k], measured)
         while k > 1 and (shorter := self._edited_length(native, fmt, chosen[: k - 1], measured)) <= self.target:
             k, length = k - 1, shorter
-        pruned = _pruned(native, turns, chosen[:k], measured)
+        pruned = self._measured(native, fmt, turns, chosen[:k], measured)
+        while pruned.measured.total > self.target and k < len(chosen):  # the estimate was short: one stub more
+            k += 1
+            pruned = self._measured(native, fmt, turns, chosen[:k], measured)
+        return pruned
+
+    def _measured(self, native, fmt, turns, chosen: list[Candidate], measured: Measured) -> Pruned:
+        """The row with `chosen` stubbed, measured exactly."""
+        pruned = _pruned(native, turns, chosen, measured)
         messages = fmt.chat_messages(pruned.native, self.chat_roles)
-        exact = self.lengths.measure([t.text for t in pruned.turns], messages, self.target)
-        return replace(pruned, measured=exact)
+        return replace(pruned, measured=self.lengths.measure([t.text for t in pruned.turns], messages, self.target))
 
     def _edited_length(self, native, fmt, chosen: list[Candidate], measured: Measured) -> int:
         stubbed = _stubbed_native(native, chosen)
