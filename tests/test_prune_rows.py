@@ -200,6 +200,11 @@ def test_llamafactory_agent_rows_are_fit_by_stubs_and_keep_the_alternation(tmp_p
         outcomes[flag] = Counter(r["compression_metrics"]["outcome"] for r in written)
         statuses = Counter(r["compression_metrics"]["status"] for r in written)
     assert outcomes[""]["nothing_to_compress"] >= 6 and "nothing_to_compress" not in outcomes["--prune"]
+    pruning = json.loads((tmp_path / "out--prune_metrics.json").read_text(encoding="utf-8"))["pruning"]
+    stats = run_cli("stats", str(src), "-c", str(cfg), "--prune", "--json")
+    # rows nothing could summarize avoided no summary: without --prune, none was asked for
+    assert pruning["rows_fit_without_summary"] >= 6 and pruning["summaries_avoided"] == 0
+    assert json.loads(stats.stdout)["pruning"]["summaries_avoided"] == 0, stats.stderr
     assert statuses["compressed"] == outcomes[""]["nothing_to_compress"] and not statuses["cannot_fit"]
 
 

@@ -9,7 +9,7 @@ from itertools import accumulate
 from typing import Any, Sequence
 
 from .metrics import RowMetrics
-from .planner import PlanParams
+from .planner import Decision, PlanParams
 from .pruning import Candidate, candidates
 from .stubs import StubStyle
 from .tokens import Measured
@@ -116,6 +116,12 @@ def _pruned(native, turns: Sequence[Turn], chosen: list[Candidate], measured: Me
     for candidate in chosen:
         new_turns[candidate.index] = Turn("tool", candidate.text)
     return Pruned(_stubbed_native(native, chosen), new_turns, measured, tuple(chosen))
+
+
+def summary_avoided(pruned: Pruned, target: int, plain: Decision) -> bool:
+    """Whether stubs spared the row a summary: they fit it, and without them it would have been summarized
+    (`plain`: its plan without stubs). The one definition of the report's and stats' summaries_avoided."""
+    return pruned.measured.total <= target and plain is Decision.COMPRESS
 
 
 def with_pruning(metrics: RowMetrics, original: Measured, pruned: Pruned) -> RowMetrics:

@@ -10,7 +10,7 @@ from typing import Iterable, Iterator
 
 from ..core.metrics import distribution
 from ..core.planner import Decision, Plan, PlanParams, plan
-from ..core.prune_fit import Pruned, Pruner
+from ..core.prune_fit import Pruned, Pruner, summary_avoided
 from ..core.rows import RowError, RowSchema
 from ..core.tokens import Measured, TokenCounter, lengths_for
 from ..formats import Record, format_for
@@ -55,7 +55,7 @@ class Estimate:
             p.tokens_saved += sum(measured.costs[c.index] - pruned.measured.costs[c.index] for c in kept)
         else:
             p.tokens_saved += measured.total - pruned.measured.total
-        p.summaries_avoided += before.decision is Decision.COMPRESS and after.decision is not Decision.COMPRESS
+        p.summaries_avoided += summary_avoided(pruned, self.params.target_max_tokens, before.decision)
 
     def to_stats(self, inputs: list[str], tokenizer: TokenizerInfo, with_not_taken: bool = False) -> DatasetStats:
         """The figures as a DatasetStats; `with_not_taken` adds the rows a sample or shard left out (--dry-run)."""
