@@ -88,36 +88,85 @@ def test_stub_fields_of_outputs_of_every_shape():
 # --------------------------------------------------------------------------- every dialect, generated
 
 
-def ids_and_names(row: dict) -> list:
-    """What pairs each tool output with its call, in each dialect: roles, OpenAI ids and names, Hermes JSON."""
+def ids_and_names(row: dict, tools_only: bool = False) -> list:
+    """What pairs each tool output with its call, in each dialect: roles, OpenAI ids and names, Hermes JSON
+    (every <tool_response> of a turn, each read to its JSON's end)."""
     fmt = RowSchema().adapter(row)
     native = fmt.native_turns(row)
     out = []
     for message, turn in zip(native, fmt.turns(native)):
         key = (message.get("role"), message.get("tool_call_id"), message.get("name"), message.get("from"))
-        if "<tool_response>" in turn.text:
-            body = json.loads(turn.text.split("<tool_response>\n")[1].split("\n</tool_response>")[0])
-            key += (body.get("tool_call_id"), body.get("name"))
-        out.append(key)
+        for piece in turn.text.split("<tool_response>\n")[1:]:
+            body = json.JSONDecoder().raw_decode(piece)[0]
+            key += (body.get("tool_call_id"), body.get("name"), sorted(body)) if isinstance(body, dict) else (body,)
+        if not tools_only or turn.role == "tool":
+            out.append(key)
     return out
+
+
+def is_subsequence(part: list, whole: list) -> bool:
+    rest = iter(whole)
+    return all(any(item == other for other in rest) for item in part)
+
+
+SHAPES = ("plain", "close_tag", "no_content", "reversed", "short_beside_long")
+
+
+def shaped(row: dict, shape: str) -> dict:
+    """`row` with the tool outputs of an awkward shape: a literal </tool_response> in each output, Hermes
+    payloads whose output is under "result", results in the reverse order of their calls, and (Hermes)
+    each call's results in one turn with a short "ok" first."""
+    row = json.loads(json.dumps(row))
+    turns = row.get("messages") or row["conversations"]
+    text = "content" if "messages" in row else ("value" if "value" in turns[0] else "content")
+    role = "role" if "role" in turns[0] else "from"
+    tools = [i for i, t in enumerate(turns) if t[role] in ("tool", "observation")]
+    hermes = "messages" not in row and any("<tool_response>" in turns[i][text] for i in tools)
+    for i in tools:
+        if shape == "close_tag" and not hermes:
+            turns[i][text] += "\nprint('</tool_response>')"
+        elif shape in ("close_tag", "no_content") and hermes:
+            body = json.loads(turns[i][text].split("\n")[1])
+            if shape == "close_tag":
+                body["content"] += "\n</tool_response>"
+            else:
+                body["result"] = body.pop("content")
+            turns[i][text] = f"<tool_response>\n{json.dumps(body)}\n</tool_response>"
+    groups, group = [], []
+    for i in tools:
+        if group and i != group[-1] + 1:
+            groups.append(group)
+            group = []
+        group.append(i)
+    groups += [group] if group else []
+    for group in groups if shape == "reversed" else []:
+        turns[group[0] : group[-1] + 1] = turns[group[0] : group[-1] + 1][::-1]
+    if shape == "short_beside_long" and hermes:
+        for group in groups[::-1]:
+            ok = {"tool_call_id": "ok", "name": "terminal", "content": "ok"}
+            joined = "\n".join([f"<tool_response>\n{json.dumps(ok)}\n</tool_response>"] + [turns[i][text] for i in group])
+            turns[group[0] : group[-1] + 1] = [{**turns[group[0]], text: joined}]
+    return row
 
 
 row_cases = st.tuples(st.sampled_from(("hermes", "llamafactory", "axolotl", "openai")), steps, st.booleans(),
                       st.floats(0.1, 0.9), st.integers(60, 400), st.integers(0, 5),
                       st.tuples(st.booleans(), st.booleans(), st.booleans()),
-                      st.sampled_from(("hermes", "swe-agent", "openhands")))
+                      st.sampled_from(("hermes", "swe-agent", "openhands")), st.sampled_from(SHAPES))
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(row_cases)
 def test_pruned_rows_stay_valid_keep_ids_and_take_no_stub_more_than_needed(case):
-    dialect, plan, system, frac, summary, last_n, flags, style = case
-    row = make_row(dialect, plan, system)
+    dialect, plan, system, frac, summary, last_n, flags, style, shape = case
+    row = shaped(make_row(dialect, plan, system), shape)
     cfg = config(row, frac, summary, last_n, flags, prune=True, prune_style=style)
     result = check(row, cfg)  # 0 new problems, whatever happened to the row
     m = result.metrics
     if m.passes == 0 and m.pruned_outputs:  # stubs alone: same turns, same ids and names
         assert ids_and_names(result.row) == ids_and_names(row)
+    if m.pruned_outputs:  # stubs beside a summary too: each tool turn kept has its input's ids and names
+        assert is_subsequence(ids_and_names(result.row, True), ids_and_names(row, True))
     if m.passes == 0 and m.pruned_outputs and not m.still_over_limit:  # fit by stubs alone: the fewest
         assert_minimal(row, result.row, cfg)
 
@@ -139,10 +188,11 @@ def assert_minimal(row: dict, out: dict, cfg) -> None:
 
 
 def output_key(text: str) -> str:
-    """An output's own text: a <tool_response>'s content (its call id aside), else the turn's text."""
+    """An output's own text: its <tool_response>s' outputs (their call ids aside), else the turn's text."""
     if "<tool_response>" not in text:
         return text
-    return json.dumps(json.loads(text.split("<tool_response>\n")[1].split("\n</tool_response>")[0])["content"])
+    bodies = [json.JSONDecoder().raw_decode(piece)[0] for piece in text.split("<tool_response>\n")[1:]]
+    return json.dumps([b.get("content", b.get("result")) for b in bodies])
 
 
 def test_the_property_prunes_rows_in_every_dialect():
@@ -152,8 +202,8 @@ def test_the_property_prunes_rows_in_every_dialect():
     @settings(max_examples=80, deadline=None, database=None, derandomize=True)
     @given(row_cases)
     def collect(case):
-        dialect, plan, system, frac, summary, last_n, flags, style = case
-        row = make_row(dialect, plan, system)
+        dialect, plan, system, frac, summary, last_n, flags, style, shape = case
+        row = shaped(make_row(dialect, plan, system), shape)
         m = check(row, config(row, frac, summary, last_n, flags, prune=True, prune_style=style)).metrics
         fit[dialect] += m.passes == 0 and bool(m.pruned_outputs) and not m.still_over_limit
 
