@@ -83,6 +83,19 @@ def test_stats_prune_estimates_what_the_run_did(runs):
     assert not (work / "dry").exists()
 
 
+def test_show_input_refuses_an_input_whose_stubbed_turn_names_another_call(runs, tmp_path):
+    src, work, out = runs
+    inputs, outputs = read_jsonl(src), read_jsonl(work / "pruned" / "out.jsonl")
+    n = next(i for i, r in enumerate(outputs) if r["compression_metrics"]["pruned_outputs"] and not r["compression_metrics"]["passes"])
+    stubbed = next(j for j, t in enumerate(outputs[n]["conversations"]) if "[pruned" in t["value"])
+    turns = [dict(t) for t in inputs[n]["conversations"]]
+    turns[stubbed]["value"] = turns[stubbed]["value"].replace('"tool_call_id": "call_', '"tool_call_id": "other_')
+    assert turns != inputs[n]["conversations"]
+    edited = write_jsonl(tmp_path / "ids.jsonl", [{**r, "conversations": turns} if i == n else r for i, r in enumerate(inputs)])
+    run = run_cli("show", str(work / "pruned" / "out.jsonl"), "--input", str(edited), "--row", str(n + 1), "--json")
+    assert run.code == 2 and "matches no input row" in run.stderr, run.stderr
+
+
 def test_compare_sets_the_pruning_figures_side_by_side(runs):
     src, work, out = runs
     run = run_cli("compare", str(work / "plain" / "out_metrics.json"), str(work / "pruned" / "out_metrics.json"), "--json")

@@ -142,6 +142,16 @@ def _blocks(turn: dict, fmt, text: str) -> list[Block]:
     result = fmt.tool_result(turn)
     if result is not None:
         return [Block(result.get("name"), result["content"], result, None, "content", result.get("tool_call_id"))]
+    return _text_blocks(text)
+
+
+def response_ids(text: str) -> list[dict[str, Any] | None]:
+    """What a stub leaves of a tool turn's text: each <tool_response> JSON object without its output
+    (its ids and name), None for an output that is not such an object."""
+    return [None if b.payload is None else {k: v for k, v in b.payload.items() if k != b.key} for b in _text_blocks(text)]
+
+
+def _text_blocks(text: str) -> list[Block]:
     blocks, cursor = [], 0
     while opened := OPEN_RESPONSE.search(text, cursor):
         block, cursor = _json_block(text, opened.end()) or _raw_block(text, opened.end())

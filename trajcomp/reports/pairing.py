@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from ..core.pruning import response_ids
 from ..core.rows import RowError, RowSchema, Turn
 from ..formats.base import json_text
 
@@ -135,8 +136,10 @@ def _same_turns(out_native: list, in_native: list, out_turns: list[Turn], in_tur
 
 def _stub_of(out: Turn, inp: Turn, out_native: Any, in_native: Any) -> bool:
     """Whether `out` may be `inp` with a stub for its output: tool turns whose other fields (role,
-    tool_call_id, name) are equal."""
+    tool_call_id, name, and a Hermes <tool_response>'s ids and name) are equal."""
     if not (out.role == inp.role == "tool" and isinstance(out_native, dict) and isinstance(in_native, dict)):
+        return False
+    if response_ids(out.text) != response_ids(inp.text):
         return False
     return {k: v for k, v in out_native.items() if k not in _TEXT_KEYS} == {
         k: v for k, v in in_native.items() if k not in _TEXT_KEYS}
