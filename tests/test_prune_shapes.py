@@ -111,9 +111,9 @@ def test_a_short_output_beside_a_long_one_in_one_turn_stays_as_it_is():
     assert first == calls[0][2] and second["content"].startswith("[pruned] bash `cat a.py`")
 
 
-def test_the_newest_copy_of_a_stubbed_output_stays_whole():
-    """At a target that needs three of the four stubs, the older copy is a stub naming the newest copy's
-    call, and the newest copy stays whole: the next output is stubbed in its place."""
+def test_the_newest_copy_is_stubbed_in_its_turn_among_the_others():
+    """At a target that needs three of the four stubs: the older copy first, a stub naming the newest
+    copy's call; then the others oldest first, the newest copy among them, and the last left whole."""
     same = {"name": "bash", "content": LONG}
     rows = [[("c1", "cat a.py", {**same, "tool_call_id": "c1"})], [("c2", "ls", {**same, "content": LONG + "2"})],
             [("c3", "cat ./a.py", {**same, "tool_call_id": "c3"})], [("c4", "ls", {**same, "content": LONG + "4"})]]
@@ -122,7 +122,8 @@ def test_the_newest_copy_of_a_stubbed_output_stays_whole():
     out = result.row["conversations"]
     assert result.metrics.passes == 0 and result.metrics.pruned_outputs == 3
     assert responses(out[3]["value"])[0]["content"].startswith("[pruned: identical to the later output of bash `cat ./a.py`]")
-    assert out[7] == row["conversations"][7]
+    assert responses(out[7]["value"])[0]["content"].startswith("[pruned] bash `cat ./a.py`")
+    assert out[9] == row["conversations"][9]
 
 
 class ShortEstimates(TemplateLengths):

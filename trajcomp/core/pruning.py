@@ -2,9 +2,10 @@
 
 The order (`candidates`), among the tool turns outside the protected head and tail:
 1. older copies of a duplicated output (the same tool's output, identical to a later one's,
-   whatever the call ids), oldest first; their stub names the newest copy's call;
-2. then every other tool output, oldest first, but for the newest copy of an output whose older
-   copies are stubs: it is never stubbed, being the one full copy those stubs point to.
+   whatever the call ids), oldest first; their stub names the newest copy's call, which stays true
+   whatever else is stubbed or summarized later;
+2. then every other tool output, oldest first (the newest copy among them, as the live compactor
+   prunes it: the trajectory still says what it held, through its call and the older copies' stubs).
 Each output is decided alone, also beside others in one turn: one of `prune_min_chars` characters
 or fewer is never stubbed, nor one whose stub would not be shorter; its siblings may be. Only a stub's output changes: the turn keeps its role and place, and the ids and
 names its dialect pairs calls and results by (Hermes `<tool_response>` JSON, OpenAI `tool_call_id`
@@ -65,19 +66,17 @@ def candidates(native: Sequence[dict], fmt, turns: Sequence[Turn], params: PlanP
     newest: dict[tuple, int] = {}  # an output's identity -> the last turn holding it
     for i, blocks in outputs.items():
         newest[_identity(blocks)] = i
-    dups, others, copied = [], [], set()  # copied: the outputs whose older copies are stubs
+    dups, others = [], []
     for i in range(head_end, tail_start):
-        identity = _identity(outputs.get(i, []))
-        j = newest.get(identity, i)
-        if i not in outputs or (j == i and identity in copied):  # the one full copy the copies' stubs point to
+        if i not in outputs:
             continue
+        j = newest[_identity(outputs[i])]
         later = outputs[j][0][1] if j > i else None
         stubs = [_stub(block, output, style, later, min_chars) for block, output in outputs[i]]
         if not any(stubs):
             continue
         stubbed = _stubbed(native, fmt, turns, i, outputs[i], stubs)
         (dups if later is not None else others).append(Candidate(i, *stubbed, later is not None))
-        copied |= {identity} if later is not None else set()
     return dups + others
 
 
