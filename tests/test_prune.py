@@ -202,10 +202,11 @@ def test_duplicates_go_first_and_name_the_newest_copy():
     for row, result in fit:
         outputs = tool_outputs(row, "hermes")
         for i, turn in enumerate(result.row["conversations"]):
-            if "identical to the output" not in turn["value"]:
+            if "identical to the later output of " not in turn["value"]:
                 continue
-            later = int(turn["value"].split("identical to the output ")[1].split(" ")[0])
             newest = max(j for j in outputs if outputs[j] == outputs[i])
-            assert later == newest - i > 0
+            assert newest > i
+            call = json.loads(row["conversations"][newest - 1]["value"].split("<tool_call>\n")[1].split("\n</tool_call>")[0])
+            assert f"identical to the later output of bash `{call['arguments']['command']}`]" in turn["value"]
             seen += 1
     assert seen

@@ -42,6 +42,8 @@ def test_each_style_writes_its_documented_stub(dialect, style):
     rows = swe_rows.rows(dialect, 6, seed=40)
     seen = 0
     for row, result in zip(rows, compress_all(cfg, rows)):
+        if result.metrics.passes:  # a summary moved the turns: stub_contents compares them in place
+            continue
         for output, stub in stub_contents(row, result.row, dialect):
             text = output["output"]
             if style == "swe-agent":
@@ -77,44 +79,94 @@ def test_stub_fields_of_outputs_of_every_shape():
     out = Output.of("read_file", {"limit": 5, "path": "a.py"}, {"content": {"content": "x = 1\nERROR: boom"}})
     assert (out.argument, out.exit_code, out.error, out.lines) == ("a.py", None, "ERROR: boom", 2)
     assert StubStyle().text(out) == "[pruned] read_file `a.py` -> first error: ERROR: boom; 2 lines, 17 chars"
-    assert StubStyle().text(Output.of("", None, "plain text"), later=3) == (
-        "[pruned: identical to the output 3 turns later] 1 lines, 10 chars")
+    assert StubStyle().text(Output.of("", None, "plain text"), later=out) == (
+        "[pruned: identical to the later output of read_file `a.py`] 1 lines, 10 chars")
+    assert StubStyle("template", "{later}").text(out, later=Output.of("", None, "x")) == "a later output"
     assert StubStyle("template", "{tool}:{exit_code}:{later}").text(Output.of("t", "x", "out")) == "t::"
 
 
 # --------------------------------------------------------------------------- every dialect, generated
 
 
-def ids_and_names(row: dict) -> list:
-    """What pairs each tool output with its call, in each dialect: roles, OpenAI ids and names, Hermes JSON."""
+def ids_and_names(row: dict, tools_only: bool = False) -> list:
+    """What pairs each tool output with its call, in each dialect: roles, OpenAI ids and names, Hermes JSON
+    (every <tool_response> of a turn, each read to its JSON's end)."""
     fmt = RowSchema().adapter(row)
     native = fmt.native_turns(row)
     out = []
     for message, turn in zip(native, fmt.turns(native)):
         key = (message.get("role"), message.get("tool_call_id"), message.get("name"), message.get("from"))
-        if "<tool_response>" in turn.text:
-            body = json.loads(turn.text.split("<tool_response>\n")[1].split("\n</tool_response>")[0])
-            key += (body.get("tool_call_id"), body.get("name"))
-        out.append(key)
+        for piece in turn.text.split("<tool_response>\n")[1:]:
+            body = json.JSONDecoder().raw_decode(piece)[0]
+            key += (body.get("tool_call_id"), body.get("name"), sorted(body)) if isinstance(body, dict) else (body,)
+        if not tools_only or turn.role == "tool":
+            out.append(key)
     return out
+
+
+def is_subsequence(part: list, whole: list) -> bool:
+    rest = iter(whole)
+    return all(any(item == other for other in rest) for item in part)
+
+
+SHAPES = ("plain", "close_tag", "no_content", "reversed", "short_beside_long")
+
+
+def shaped(row: dict, shape: str) -> dict:
+    """`row` with the tool outputs of an awkward shape: a literal </tool_response> in each output, Hermes
+    payloads whose output is under "result", results in the reverse order of their calls, and (Hermes)
+    each call's results in one turn with a short "ok" first."""
+    row = json.loads(json.dumps(row))
+    turns = row.get("messages") or row["conversations"]
+    text = "content" if "messages" in row else ("value" if "value" in turns[0] else "content")
+    role = "role" if "role" in turns[0] else "from"
+    tools = [i for i, t in enumerate(turns) if t[role] in ("tool", "observation")]
+    hermes = "messages" not in row and any("<tool_response>" in turns[i][text] for i in tools)
+    for i in tools:
+        if shape == "close_tag" and not hermes:
+            turns[i][text] += "\nprint('</tool_response>')"
+        elif shape in ("close_tag", "no_content") and hermes:
+            body = json.loads(turns[i][text].split("\n")[1])
+            if shape == "close_tag":
+                body["content"] += "\n</tool_response>"
+            else:
+                body["result"] = body.pop("content")
+            turns[i][text] = f"<tool_response>\n{json.dumps(body)}\n</tool_response>"
+    groups, group = [], []
+    for i in tools:
+        if group and i != group[-1] + 1:
+            groups.append(group)
+            group = []
+        group.append(i)
+    groups += [group] if group else []
+    for group in groups if shape == "reversed" else []:
+        turns[group[0] : group[-1] + 1] = turns[group[0] : group[-1] + 1][::-1]
+    if shape == "short_beside_long" and hermes:
+        for group in groups[::-1]:
+            ok = {"tool_call_id": "ok", "name": "terminal", "content": "ok"}
+            joined = "\n".join([f"<tool_response>\n{json.dumps(ok)}\n</tool_response>"] + [turns[i][text] for i in group])
+            turns[group[0] : group[-1] + 1] = [{**turns[group[0]], text: joined}]
+    return row
 
 
 row_cases = st.tuples(st.sampled_from(("hermes", "llamafactory", "axolotl", "openai")), steps, st.booleans(),
                       st.floats(0.1, 0.9), st.integers(60, 400), st.integers(0, 5),
                       st.tuples(st.booleans(), st.booleans(), st.booleans()),
-                      st.sampled_from(("hermes", "swe-agent", "openhands")))
+                      st.sampled_from(("hermes", "swe-agent", "openhands")), st.sampled_from(SHAPES))
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(row_cases)
 def test_pruned_rows_stay_valid_keep_ids_and_take_no_stub_more_than_needed(case):
-    dialect, plan, system, frac, summary, last_n, flags, style = case
-    row = make_row(dialect, plan, system)
+    dialect, plan, system, frac, summary, last_n, flags, style, shape = case
+    row = shaped(make_row(dialect, plan, system), shape)
     cfg = config(row, frac, summary, last_n, flags, prune=True, prune_style=style)
     result = check(row, cfg)  # 0 new problems, whatever happened to the row
     m = result.metrics
     if m.passes == 0 and m.pruned_outputs:  # stubs alone: same turns, same ids and names
         assert ids_and_names(result.row) == ids_and_names(row)
+    if m.pruned_outputs:  # stubs beside a summary too: each tool turn kept has its input's ids and names
+        assert is_subsequence(ids_and_names(result.row, True), ids_and_names(row, True))
     if m.passes == 0 and m.pruned_outputs and not m.still_over_limit:  # fit by stubs alone: the fewest
         assert_minimal(row, result.row, cfg)
 
@@ -136,10 +188,11 @@ def assert_minimal(row: dict, out: dict, cfg) -> None:
 
 
 def output_key(text: str) -> str:
-    """An output's own text: a <tool_response>'s content (its call id aside), else the turn's text."""
+    """An output's own text: its <tool_response>s' outputs (their call ids aside), else the turn's text."""
     if "<tool_response>" not in text:
         return text
-    return json.dumps(json.loads(text.split("<tool_response>\n")[1].split("\n</tool_response>")[0])["content"])
+    bodies = [json.JSONDecoder().raw_decode(piece)[0] for piece in text.split("<tool_response>\n")[1:]]
+    return json.dumps([b.get("content", b.get("result")) for b in bodies])
 
 
 def test_the_property_prunes_rows_in_every_dialect():
@@ -149,8 +202,8 @@ def test_the_property_prunes_rows_in_every_dialect():
     @settings(max_examples=80, deadline=None, database=None, derandomize=True)
     @given(row_cases)
     def collect(case):
-        dialect, plan, system, frac, summary, last_n, flags, style = case
-        row = make_row(dialect, plan, system)
+        dialect, plan, system, frac, summary, last_n, flags, style, shape = case
+        row = shaped(make_row(dialect, plan, system), shape)
         m = check(row, config(row, frac, summary, last_n, flags, prune=True, prune_style=style)).metrics
         fit[dialect] += m.passes == 0 and bool(m.pruned_outputs) and not m.still_over_limit
 
@@ -197,6 +250,11 @@ def test_llamafactory_agent_rows_are_fit_by_stubs_and_keep_the_alternation(tmp_p
         outcomes[flag] = Counter(r["compression_metrics"]["outcome"] for r in written)
         statuses = Counter(r["compression_metrics"]["status"] for r in written)
     assert outcomes[""]["nothing_to_compress"] >= 6 and "nothing_to_compress" not in outcomes["--prune"]
+    pruning = json.loads((tmp_path / "out--prune_metrics.json").read_text(encoding="utf-8"))["pruning"]
+    stats = run_cli("stats", str(src), "-c", str(cfg), "--prune", "--json")
+    # rows nothing could summarize avoided no summary: without --prune, none was asked for
+    assert pruning["rows_fit_without_summary"] >= 6 and pruning["summaries_avoided"] == 0
+    assert json.loads(stats.stdout)["pruning"]["summaries_avoided"] == 0, stats.stderr
     assert statuses["compressed"] == outcomes[""]["nothing_to_compress"] and not statuses["cannot_fit"]
 
 
@@ -205,6 +263,9 @@ def test_llamafactory_agent_rows_are_fit_by_stubs_and_keep_the_alternation(tmp_p
     ("compression:\n  prune_style: template\n", "prune_style template needs compression.prune_template"),
     ("compression:\n  prune_style: template\n  prune_template: '{tool} {size}'\n", "unknown field {size}"),
     ("compression:\n  prune_template: '{tool}'\n", "prune_template is used only with prune_style: template"),
+    ("compression:\n  prune_style: template\n  prune_template: 'exit {exit_code:d}'\n",
+     "prune_template fails on an output with no exit code or error: Unknown format code 'd'"),
+    ("compression:\n  prune_style: template\n  prune_template: '{exit_code:s}'\n", "fails on an output: Unknown format code 's'"),
     ("compression:\n  prune_min_chars: -1\n", "compression.prune_min_chars must be >= 0"),
     ("compression:\n  prune: 'yes'\n", "compression.prune must be bool"),
 ])

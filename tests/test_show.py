@@ -148,6 +148,19 @@ def test_a_mismatched_input_is_refused(runs, capsys, tmp_path):
         assert err.count("\n") == 1 and "matches no input row" in err and "not the one this output" in err
 
 
+def test_an_input_whose_tool_output_differs_is_refused_when_nothing_was_pruned(runs, capsys, tmp_path):
+    """Only a run's rows that count stubs may differ from their input in a tool output."""
+    d, src, _ = runs
+    rows = parsed(src)
+    row = next(r for r in rows if r["id"] == "r5")
+    first_tool = next(i for i, t in enumerate(row["conversations"]) if t["from"] == "tool")
+    turns = [{**t, "value": "other output"} if i == first_tool else t for i, t in enumerate(row["conversations"])]
+    edited = write_lines(tmp_path / "tool.jsonl", [{**r, "conversations": turns} if r is row else r for r in rows])
+    capsys.readouterr()
+    assert cli("show", d / "out.jsonl", "--input", edited, "--row", "14", "--json") == 2
+    assert "matches no input row" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("args, said", [
     (("--id", "nope"), "no row with id 'nope' in the output: it has 14 rows, ids such as r0"),
     (("--row", "99"), "no row 99 in the output: it has rows 1 to 14"),

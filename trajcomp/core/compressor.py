@@ -15,7 +15,7 @@ from .config import CompressionConfig
 from .metrics import Outcome, RowMetrics, assistant_share
 from .passes import Passes, plan_region, unchanged
 from .planner import Decision, PlanParams
-from .prune_fit import Pruned, Pruner, with_pruning
+from .prune_fit import Pruned, Pruner, summary_avoided, with_pruning
 from .rows import SHAREGPT, RowError, RowSchema, Turn
 from .sourcing import Sourcing
 from .summarizer import Summarizer, SummarizerUnavailable, SummaryPending
@@ -149,9 +149,10 @@ class TrajectoryCompressor:
         target, now = self.config.target_max_tokens, pruned.measured
         if now.total <= target:
             kept = assistant_share([t.role for t in turns], measured.costs, None)
-            n = len(turns)
+            n, plain = len(turns), plan_region(self.params, turns, measured, fmt).decision
             return pruned.native, RowMetrics(Outcome.COMPRESSED, now.total, now.total, n, n, target,
-                                             assistant_tokens_kept=kept)
+                                             assistant_tokens_kept=kept,
+                                             summary_avoided=summary_avoided(pruned, target, plain))
         p = plan_region(self.params, turns, now, fmt)
         if p.decision is not Decision.COMPRESS:
             region = (p.start, p.end) if p.decision is Decision.NO_NET_SAVINGS else None

@@ -49,6 +49,7 @@ class RowMetrics:
     pruned_outputs: int | None = None
     deduplicated_outputs: int = 0
     pruned_tokens: int = 0
+    summary_avoided: bool = False  # fit by stubs, summarized without them (the report's count; not in the row)
 
     @property
     def fell_back_on_checks(self) -> bool:
@@ -207,6 +208,7 @@ class Aggregate:
     # that were older copies of a later output, and the tokens the stubs saved
     pruned_rows: int = 0
     pruned_fit_rows: int = 0
+    summaries_avoided: int = 0
     pruned_outputs: int = 0
     deduplicated_outputs: int = 0
     pruned_tokens: int = 0
@@ -252,6 +254,7 @@ class Aggregate:
             return
         self.pruned_rows += 1
         self.pruned_fit_rows += m.passes == 0 and not m.still_over_limit
+        self.summaries_avoided += m.summary_avoided
         self.pruned_outputs += m.pruned_outputs
         self.deduplicated_outputs += m.deduplicated_outputs
         self.pruned_tokens += m.pruned_tokens

@@ -127,6 +127,19 @@ class OpenAIMessages:
     def with_turns(self, row: dict[str, Any], turns: list[dict[str, Any]]) -> dict[str, Any]:
         return {**row, self.key: turns}
 
+    def tool_result(self, turn: dict[str, Any]) -> dict[str, Any] | None:
+        """A tool message's output and ids, from its fields: {"tool_call_id"?, "name"?, "content"} (None: not a tool message)."""
+        if turn.get("role") not in ("tool", "function"):
+            return None
+        fields = {"tool_call_id": turn.get("tool_call_id"), "name": turn.get("name")}
+        return {**{k: v for k, v in fields.items() if v is not None}, "content": content_text(turn.get("content"))}
+
+    def tool_calls(self, turn: dict[str, Any]) -> list[dict[str, Any]] | None:
+        """An assistant message's calls as {"id"?, "name", "arguments"}, in order (the legacy function_call has no id)."""
+        calls = [{"id": c["id"], **c["function"]} for c in _calls(turn)]
+        legacy = turn.get("function_call") if turn.get("role") == "assistant" else None
+        return calls + ([dict(legacy)] if legacy is not None else [])
+
     def chat_messages(self, native: list[dict[str, Any]], chat_roles: dict[str, str]) -> list[dict[str, Any]]:
         """The messages as they are (tool_calls and all): OpenAI rows already speak the templates' language."""
         return native

@@ -9,7 +9,7 @@ from itertools import accumulate
 from typing import Any, Sequence
 
 from .metrics import RowMetrics
-from .planner import PlanParams
+from .planner import Decision, PlanParams
 from .pruning import Candidate, candidates
 from .stubs import StubStyle
 from .tokens import Measured
@@ -37,22 +37,30 @@ class Pruner:
         self.lengths, self.params = lengths, params
 
     async def fit(self, native, fmt, turns: Sequence[Turn], measured: Measured) -> Pruned | None:
-        """The row with the fewest stubs that fit it, or with every stub when none do; None: nothing to stub."""
-        found = await asyncio.to_thread(candidates, native, fmt, turns, self.params, self.style, self.min_chars)
-        if not found:
-            return None
-        if self.lengths.mode == "turns":  # counted together with the other rows in flight
-            counts = await self.lengths.counter.acount([c.text for c in found])
-            return self._fit_by_turns(native, turns, found, counts, measured)
-        return await asyncio.to_thread(self._fit_by_template, native, fmt, turns, found, measured)
+        """The row with the fewest stubs that fit it, or with every stub when none do; None: nothing to stub.
+        CPU work off the loop; in `turns` mode the stubs are counted together with the other rows in flight."""
+        found = await asyncio.to_thread(self._candidates, native, fmt, turns)
+        counts = await self.lengths.counter.acount([c.text for c in found]) if self._counted(found) else None
+        return await asyncio.to_thread(self._choose, native, fmt, turns, found, counts, measured)
 
     def fit_here(self, native, fmt, turns: Sequence[Turn], measured: Measured) -> Pruned | None:
         """`fit` on this thread (stats and --dry-run, which count in batches of their own)."""
-        found = candidates(native, fmt, turns, self.params, self.style, self.min_chars)
+        found = self._candidates(native, fmt, turns)
+        counts = self.lengths.counter.count([c.text for c in found]) if self._counted(found) else None
+        return self._choose(native, fmt, turns, found, counts, measured)
+
+    def _candidates(self, native, fmt, turns: Sequence[Turn]) -> list[Candidate]:
+        return candidates(native, fmt, turns, self.params, self.style, self.min_chars)
+
+    def _counted(self, found: list[Candidate]) -> bool:
+        """Whether the stubs are counted alone (`turns` mode), before choosing."""
+        return bool(found) and self.lengths.mode == "turns"
+
+    def _choose(self, native, fmt, turns, found: list[Candidate], counts: list[int] | None,
+                measured: Measured) -> Pruned | None:
         if not found:
             return None
-        if self.lengths.mode == "turns":
-            counts = self.lengths.counter.count([c.text for c in found])
+        if counts is not None:
             return self._fit_by_turns(native, turns, found, counts, measured)
         return self._fit_by_template(native, fmt, turns, found, measured)
 
@@ -87,10 +95,17 @@ class Pruner:
             length = self._edited_length(native, fmt, chosen[:k], measured)
         while k > 1 and (shorter := self._edited_length(native, fmt, chosen[: k - 1], measured)) <= self.target:
             k, length = k - 1, shorter
-        pruned = _pruned(native, turns, chosen[:k], measured)
+        pruned = self._measured(native, fmt, turns, chosen[:k], measured)
+        while pruned.measured.total > self.target and k < len(chosen):  # the estimate was short: one stub more
+            k += 1
+            pruned = self._measured(native, fmt, turns, chosen[:k], measured)
+        return pruned
+
+    def _measured(self, native, fmt, turns, chosen: list[Candidate], measured: Measured) -> Pruned:
+        """The row with `chosen` stubbed, measured exactly."""
+        pruned = _pruned(native, turns, chosen, measured)
         messages = fmt.chat_messages(pruned.native, self.chat_roles)
-        exact = self.lengths.measure([t.text for t in pruned.turns], messages, self.target)
-        return replace(pruned, measured=exact)
+        return replace(pruned, measured=self.lengths.measure([t.text for t in pruned.turns], messages, self.target))
 
     def _edited_length(self, native, fmt, chosen: list[Candidate], measured: Measured) -> int:
         stubbed = _stubbed_native(native, chosen)
@@ -111,14 +126,24 @@ def _pruned(native, turns: Sequence[Turn], chosen: list[Candidate], measured: Me
     return Pruned(_stubbed_native(native, chosen), new_turns, measured, tuple(chosen))
 
 
+def kept_and_saved(original: Measured, pruned: Pruned, region: range) -> tuple[list[Candidate], int]:
+    """The stubs a summary of `region` leaves, and the tokens they save, counted from the input `original`."""
+    kept = [c for c in pruned.stubbed if c.index not in region]
+    if pruned.measured.costs and len(kept) < len(pruned.stubbed):
+        return kept, sum(original.costs[c.index] - pruned.measured.costs[c.index] for c in kept)
+    return kept, original.total - pruned.measured.total
+
+
+def summary_avoided(pruned: Pruned, target: int, plain: Decision) -> bool:
+    """Whether stubs spared the row a summary: they fit it, and without them it would have been summarized
+    (`plain`: its plan without stubs). The one definition of the report's and stats' summaries_avoided."""
+    return pruned.measured.total <= target and plain is Decision.COMPRESS
+
+
 def with_pruning(metrics: RowMetrics, original: Measured, pruned: Pruned) -> RowMetrics:
     """`metrics` of a pruned row, counted from the input: its length, and the stubs a summary did not replace."""
     start, end = metrics.region if metrics.was_compressed and metrics.region else (0, 0)
-    kept = [c for c in pruned.stubbed if not start <= c.index < end]
-    if pruned.measured.costs and len(kept) < len(pruned.stubbed):
-        saved = sum(original.costs[c.index] - pruned.measured.costs[c.index] for c in kept)
-    else:
-        saved = original.total - pruned.measured.total
+    kept, saved = kept_and_saved(original, pruned, range(start, end))
     return replace(
         metrics, original_tokens=original.total, pruned_outputs=len(kept),
         deduplicated_outputs=sum(c.duplicate for c in kept), pruned_tokens=saved,

@@ -109,6 +109,14 @@ class ShareGPT:
     def with_turns(self, row: dict[str, Any], turns: list[dict[str, Any]]) -> dict[str, Any]:
         return {**row, self.key: turns}
 
+    def tool_result(self, turn: dict[str, Any]) -> dict[str, Any] | None:
+        """None: a ShareGPT turn's outputs and ids are in its text (<tool_response> blocks, or the whole text)."""
+        return None
+
+    def tool_calls(self, turn: dict[str, Any]) -> list[dict[str, Any]] | None:
+        """None: a ShareGPT turn's calls are in its text (<tool_call> blocks, or a function_call's JSON)."""
+        return None
+
     def chat_messages(self, native: list[dict[str, Any]], chat_roles: dict[str, str]) -> list[dict[str, Any]]:
         """The turns as a chat template takes them: {"role", "content"}, roles mapped by `chat_roles`."""
         return [{"role": chat_roles[self.roles[t[self.role_key]]], "content": t[self.text_key]} for t in native]

@@ -61,8 +61,8 @@ class StubStyle:
     style: str = "hermes"
     template: str | None = None
 
-    def text(self, output: Output, later: int | None = None) -> str:
-        """The stub of `output`; `later`: the turns from it to the newest identical output, when it is an older copy."""
+    def text(self, output: Output, later: Output | None = None) -> str:
+        """The stub of `output`; `later`: the newest identical output, when `output` is an older copy of it."""
         if self.style == "swe-agent":
             return f"Old environment output: ({output.lines} lines omitted)"
         if self.style == "openhands":
@@ -72,18 +72,28 @@ class StubStyle:
         return _hermes(output, later)
 
 
-def fields(output: Output, later: int | None) -> dict[str, Any]:
+def fields(output: Output, later: Output | None) -> dict[str, Any]:
     """A template's fields: empty strings for what the output does not have."""
     return {
         "tool": output.tool, "argument": output.argument,
         "exit_code": "" if output.exit_code is None else output.exit_code, "error": output.error,
-        "lines": output.lines, "chars": len(output.text), "later": "" if later is None else later,
+        "lines": output.lines, "chars": len(output.text), "later": "" if later is None else _later(later),
     }
 
 
-def _hermes(output: Output, later: int | None) -> str:
-    head = "[pruned]" if later is None else f"[pruned: identical to the output {later} turns later]"
-    call = " ".join(part for part in (output.tool, f"`{output.argument}`" if output.argument else "") if part)
+def _later(later: Output) -> str:
+    """The newest copy named by its call, not by a turn distance: a summary may replace turns between them."""
+    return call_text(later) or "a later output"
+
+
+def call_text(output: Output) -> str:
+    """The tool and its main argument: ``bash `cat a.py` ``."""
+    return " ".join(part for part in (output.tool, f"`{output.argument}`" if output.argument else "") if part)
+
+
+def _hermes(output: Output, later: Output | None) -> str:
+    head = "[pruned]" if later is None else f"[pruned: identical to the later output of {_later(later)}]"
+    call = call_text(output)
     facts = [f"exit {output.exit_code}"] if output.exit_code is not None else []
     facts += [f"first error: {output.error}"] if output.error else []
     facts.append(f"{output.lines} lines, {len(output.text)} chars")
@@ -107,6 +117,19 @@ def style_problem(style: str, template: str | None) -> str | None:
         return f"prune_template has unknown field {{{unknown[0]}}} (fields: {', '.join(TEMPLATE_FIELDS)})"
     if "\n" in template:
         return "prune_template must be one line"
+    return _trial_problem(template)
+
+
+def _trial_problem(template: str) -> str | None:
+    """Why the template fails on some output (a format spec such as {exit_code:d} fails on an output
+    with no exit code): it is tried on an output with every field and on one with none, each a copy."""
+    bare = Output("", "", "", None, "")
+    full = Output("bash", "ls", "a\nb", 1, "error: x")
+    for output, later in ((bare, None), (full, full)):
+        try:
+            template.format(**fields(output, later))
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+            return f"prune_template fails on {'an output with no exit code or error' if later is None else 'an output'}: {exc}"
     return None
 
 

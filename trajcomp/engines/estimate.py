@@ -10,7 +10,7 @@ from typing import Iterable, Iterator
 
 from ..core.metrics import distribution
 from ..core.planner import Decision, Plan, PlanParams, plan
-from ..core.prune_fit import Pruned, Pruner
+from ..core.prune_fit import Pruned, Pruner, kept_and_saved, summary_avoided
 from ..core.rows import RowError, RowSchema
 from ..core.tokens import Measured, TokenCounter, lengths_for
 from ..formats import Record, format_for
@@ -45,17 +45,14 @@ class Estimate:
     def add_pruned(self, measured: Measured, pruned: Pruned, before: Plan, after: Plan) -> None:
         """A pruned row: its stubs outside the region still planned (`after`), and whether a summary was avoided."""
         region = range(after.start, after.end) if after.decision is Decision.COMPRESS else range(0)
-        kept = [c for c in pruned.stubbed if c.index not in region]
+        kept, saved = kept_and_saved(measured, pruned, region)
         p = self.pruning
         p.rows_pruned += bool(kept)
         p.rows_fit_without_summary += pruned.measured.total <= self.params.target_max_tokens
         p.outputs_pruned += len(kept)
         p.outputs_deduplicated += sum(c.duplicate for c in kept)
-        if len(kept) < len(pruned.stubbed):
-            p.tokens_saved += sum(measured.costs[c.index] - pruned.measured.costs[c.index] for c in kept)
-        else:
-            p.tokens_saved += measured.total - pruned.measured.total
-        p.summaries_avoided += before.decision is Decision.COMPRESS and after.decision is not Decision.COMPRESS
+        p.tokens_saved += saved
+        p.summaries_avoided += summary_avoided(pruned, self.params.target_max_tokens, before.decision)
 
     def to_stats(self, inputs: list[str], tokenizer: TokenizerInfo, with_not_taken: bool = False) -> DatasetStats:
         """The figures as a DatasetStats; `with_not_taken` adds the rows a sample or shard left out (--dry-run)."""

@@ -111,9 +111,9 @@ def checks(agg: Aggregate, stats: dict[str, Any]) -> dict[str, Any]:
 
 
 def pruning(agg: Aggregate) -> Pruning:
-    """The pruning section; a row fit by stubs alone avoided at least one summary request."""
+    """The pruning section (summaries_avoided: prune_fit.summary_avoided, row by row)."""
     return Pruning(agg.pruned_rows, agg.pruned_fit_rows, agg.pruned_outputs, agg.deduplicated_outputs,
-                   agg.pruned_tokens, agg.pruned_fit_rows)
+                   agg.pruned_tokens, agg.summaries_avoided)
 
 
 def lengths(before, after) -> Lengths:

@@ -4,8 +4,9 @@ A compress output keeps its input's order and only drops rows (rejects, sampling
 a written row keeps every field but its turns as they were, and its turns are the input's with one
 span, the region, replaced by the summary turn: the protected head before it (a system turn may
 gain the notice at its end), the tail after it verbatim (its first user turn may open with the
-summary). With compression.prune a tool turn outside the region may hold a stub instead of its output
-(its role and place kept), so tool turns are only required to stay tool turns. So each output row is
+summary). When the output row's metrics count stubs (compression.prune's `pruned_outputs`), a tool
+turn outside the region may hold a stub instead of its output: only then may a tool turn's output
+differ, every other field of it (role, tool_call_id, name) still equal. So each output row is
 paired with the next input row, in order, whose other fields are equal and whose turns give the
 output's around one region (or turn for turn, when pruning alone fit it). A row no later input row gives is an
 error: the input is not the one the output was made from.
@@ -16,10 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from ..core.pruning import response_ids
 from ..core.rows import RowError, RowSchema, Turn
 from ..formats.base import json_text
 
 METRICS_KEY = "compression_metrics"
+_TEXT_KEYS = ("value", "content")  # a turn's output: the one field of a tool turn a stub changes
 
 
 class PairingError(ValueError):
@@ -34,6 +37,7 @@ class Shape:
     summary: int | None
     region: tuple[int, int] | None = None
     original_turns: int | None = None
+    pruned: bool = False  # its metrics count stubs: a tool turn's output may differ from the input's
 
 
 @dataclass(frozen=True)
@@ -66,11 +70,11 @@ def shape_for(row: dict[str, Any], schema: RowSchema, prefix: str) -> Shape:
 def shape_of(metrics: dict[str, Any] | None, turns: list[Turn], prefix: str) -> Shape:
     """The output row's shape: from its metrics when it has them, else the first turn opening with the prefix."""
     if isinstance(metrics, dict):
-        region = metrics.get("compression_region")
+        region, pruned = metrics.get("compression_region"), bool(metrics.get("pruned_outputs"))
         if metrics.get("outcome") != "compressed" or not isinstance(region, dict):
-            return Shape(None)
+            return Shape(None, pruned=pruned)
         span = (region["start_idx"], region["end_idx"])
-        return Shape(span[0], span, metrics.get("original_turns"))
+        return Shape(span[0], span, metrics.get("original_turns"), pruned)
     found = next((i for i, t in enumerate(turns) if t.text.startswith(prefix)), None)
     return Shape(found)
 
@@ -91,14 +95,15 @@ def region_of(out: dict[str, Any], shape: Shape, source: Any, schema: RowSchema)
     if o_native == i_native:  # unchanged (a row without metrics may hold an earlier run's summary turn)
         return None if shape.region is None else False
     if shape.summary is None:  # unchanged but for stubs, or not from `source`
-        return None if shape.region is None and _same_turns(o_native, i_native, o_turns, i_turns) else False
+        return None if shape.region is None and _same_turns(o_native, i_native, o_turns, i_turns, shape.pruned) else False
     k, tail = shape.summary, len(o_native) - shape.summary - 1
     tail_start = len(i_native) - tail
-    if tail_start <= k or not _same_turns(o_native[k + 1:], i_native[tail_start:], o_turns[k + 1:], i_turns[tail_start:]):
+    if tail_start <= k or not _same_turns(o_native[k + 1:], i_native[tail_start:], o_turns[k + 1:],
+                                          i_turns[tail_start:], shape.pruned):
         return False
     if shape.original_turns is not None and shape.original_turns != len(i_native):
         return False
-    if not all(_same_head(o, i, on, inn) for o, i, on, inn in zip(o_turns[:k], i_turns, o_native, i_native)):
+    if not all(_same_head(o, i, on, inn, shape.pruned) for o, i, on, inn in zip(o_turns[:k], i_turns, o_native, i_native)):
         return False
     merged = i_turns[tail_start - 1].role == "human" and o_turns[k].text.endswith("\n\n" + i_turns[tail_start - 1].text)
     end = tail_start - 1 if merged and tail_start - 1 > k else tail_start
@@ -116,17 +121,28 @@ def _key(row: dict[str, Any]) -> str:
     return "messages" if isinstance(row.get("messages"), list) else "conversations"
 
 
-def _same_head(out: Turn, inp: Turn, out_native: Any, in_native: Any) -> bool:
+def _same_head(out: Turn, inp: Turn, out_native: Any, in_native: Any, pruned: bool) -> bool:
     # A head turn is the input's, or (the first system turn) the input's text with the notice after it,
-    # or a tool turn (its output maybe a stub).
+    # or, in a pruned row, a tool turn whose output may be a stub.
     return out_native == in_native or (out.role == inp.role == "system" and out.text.startswith(inp.text)) or (
-        out.role == inp.role == "tool")
+        pruned and _stub_of(out, inp, out_native, in_native))
 
 
-def _same_turns(out_native: list, in_native: list, out_turns: list[Turn], in_turns: list[Turn]) -> bool:
-    """The same turns, but that a tool turn may hold a stub of its output (compression.prune)."""
-    return out_native == in_native or len(out_native) == len(in_native) and all(
-        o == i or a.role == b.role == "tool" for o, i, a, b in zip(out_native, in_native, out_turns, in_turns))
+def _same_turns(out_native: list, in_native: list, out_turns: list[Turn], in_turns: list[Turn], pruned: bool) -> bool:
+    """The same turns, but that in a pruned row a tool turn may hold a stub of its output."""
+    return out_native == in_native or pruned and len(out_native) == len(in_native) and all(
+        o == i or _stub_of(a, b, o, i) for o, i, a, b in zip(out_native, in_native, out_turns, in_turns))
+
+
+def _stub_of(out: Turn, inp: Turn, out_native: Any, in_native: Any) -> bool:
+    """Whether `out` may be `inp` with a stub for its output: tool turns whose other fields (role,
+    tool_call_id, name, and a Hermes <tool_response>'s ids and name) are equal."""
+    if not (out.role == inp.role == "tool" and isinstance(out_native, dict) and isinstance(in_native, dict)):
+        return False
+    if response_ids(out.text) != response_ids(inp.text):
+        return False
+    return {k: v for k, v in out_native.items() if k not in _TEXT_KEYS} == {
+        k: v for k, v in in_native.items() if k not in _TEXT_KEYS}
 
 
 def pair(outputs: Iterator[tuple[int, dict[str, Any], Shape]], inputs: Iterator[tuple[str, Any]],

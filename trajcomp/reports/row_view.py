@@ -109,7 +109,7 @@ def build_views(rows: Sequence[tuple[int, dict[str, Any], Paired | None]], count
             inputs = [TurnView(t.role, t.text, n) for t, n in zip(read_in[i], counted[len(rows) + i])]
             view.input_where, view.input_turns, view.region = paired.where, inputs, paired.region
             view.replaced = inputs[paired.region[0]:paired.region[1]] if paired.region else []
-            view.originals = _stubbed(kept, inputs, shape.summary)
+            view.originals = _stubbed(kept, inputs, shape.summary) if shape.pruned else {}
         _explain(view, read[i], shape, params, schema.adapter(out).alternation)
         views.append(view)
     return views
