@@ -297,7 +297,7 @@ def test_export_a_runner_and_import_then_compress_with_no_server(runs):
     assert files.output("out.jsonl") == plain.output("online.jsonl")
 
 
-def test_batch_needs_the_cache_and_the_local_engine(tmp_path, bpe_tokenizer):
+def test_batch_needs_the_cache_and_batch_files_a_cache_and_a_model(tmp_path, bpe_tokenizer):
     case = Case(tmp_path, bpe_tokenizer)
     refused = case.run("http://127.0.0.1:9/v1", "out.jsonl", "--batch", "--no-cache")
     assert refused.code == 2 and len(refused.stderr.strip().splitlines()) == 1 and "--batch" in refused.stderr
