@@ -22,6 +22,7 @@ from typing import Any, Sequence
 from urllib.parse import urlsplit
 
 from .batching import BATCHES_AT_ONCE, MAX_CHARS, CoalescingCounter, split_by_chars
+from .count_cache import CountCache
 from .openai_rows import content_text
 from .split_tokens import Pieces, SplitTokens
 
@@ -60,6 +61,7 @@ class TokenCounter:
         self._chars_lock = threading.Lock()
         # count()'s large calls, one part per core at once (threads start on first use)
         self._threads = ThreadPoolExecutor(BATCHES_AT_ONCE, thread_name_prefix="trajcomp-count-large")
+        self._cache = CountCache()  # the texts this process counted: a repeated one is encoded once
 
     @classmethod
     def for_config(cls, cfg) -> "TokenCounter":
@@ -93,8 +95,12 @@ class TokenCounter:
         return self._backend.encode_batch(list(texts), add_special_tokens=False)
 
     def count(self, texts: Sequence[str]) -> list[int]:
-        """Token counts of `texts`: one batched call, or for many texts one per core at once."""
-        parts = split_by_chars(list(texts), MAX_CHARS)
+        """Token counts of `texts`: those counted before from the cache, the others in one batched call,
+        or for many texts one per core at once."""
+        return self._cache.counts(texts, self._count_new)
+
+    def _count_new(self, texts: list[str]) -> list[int]:
+        parts = split_by_chars(texts, MAX_CHARS)
         if len(parts) <= 1:
             return self._count(parts[0]) if parts else []
         return [n for counts in self._threads.map(self._count, parts) for n in counts]
