@@ -104,33 +104,16 @@ def others(measurements: list[Measurement]) -> str:
 
 
 def counting(s: Setup) -> list[Figure]:
-    from tokenizers import Tokenizer
     from transformers import AutoTokenizer
 
-    from trajcomp.core.batching import MAX_CHARS, split_by_chars
     from trajcomp.core.rows import adapter_for
     from trajcomp.core.tokens import TokenCounter
 
     per_row = [[t.text for t in a.turns(a.native_turns(r))] for r in s.rows for a in [adapter_for(r)]]
     flat = [text for texts in per_row for text in texts]
-    limit_tok = Tokenizer.from_file(str(s.tokenizer / "tokenizer.json"))
+    one_call, per_core = encode_limits(s.tokenizer, flat)
     counter = TokenCounter(str(s.tokenizer))
     reference_tok = AutoTokenizer.from_pretrained(str(s.tokenizer))
-
-    def one_call():  # the counts of one call, its encodings freed: what any counting has to do
-        with rust_threads(True):  # the call at its fastest: the Rust tokenizer's threads on every core
-            return measure_call(lambda: [len(e) for e in limit_tok.encode_batch(flat, add_special_tokens=False)])[0]
-
-    # A share of the texts per core, on its own thread, in calls of MAX_CHARS: one call over
-    # millions of tokens is slower (its encodings, ~100 bytes a token, are new memory to fault in).
-    shares = [split_by_chars(flat[i::CORES], MAX_CHARS) for i in range(CORES)]
-
-    def per_core():  # the tokenizer's best on this machine: every core busy, no Python between texts
-        def share(calls):
-            return [len(e) for texts in calls for e in limit_tok.encode_batch_fast(texts, add_special_tokens=False)]
-
-        with rust_threads(False), ThreadPoolExecutor(CORES) as threads:
-            return measure_call(lambda: list(threads.map(share, shares)))[0]
 
     def in_flight(rust: bool = False):  # as the row core counts: TokenCounter.acount from 100 rows in flight
         with rust_threads(rust):
@@ -160,6 +143,34 @@ def counting(s: Setup) -> list[Figure]:
             ref.wall / rust.wall, others(runs[3]), "for comparison: trajcomp turns them off (tokens.py)",
         ),
     ]
+
+
+def encode_limits(folder: Path, flat: list[str]) -> tuple[Callable[[], Measurement], Callable[[], Measurement]]:
+    """The tokenizer's two fastest ways to count every text of `flat` (repeats included), measured:
+    one encode_batch call, and a share of the texts per core; each takes the counts and frees the
+    encodings, which any counting has to do."""
+    from tokenizers import Tokenizer
+
+    from trajcomp.core.batching import MAX_CHARS, split_by_chars
+
+    tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+
+    def one_call():
+        with rust_threads(True):  # the call at its fastest: the Rust tokenizer's threads on every core
+            return measure_call(lambda: [len(e) for e in tok.encode_batch(flat, add_special_tokens=False)])[0]
+
+    # A share of the texts per core, on its own thread, in calls of MAX_CHARS: one call over
+    # millions of tokens is slower (its encodings, ~100 bytes a token, are new memory to fault in).
+    shares = [split_by_chars(flat[i::CORES], MAX_CHARS) for i in range(CORES)]
+
+    def per_core():  # the tokenizer's best on this machine: every core busy, no Python between texts
+        def share(calls):
+            return [len(e) for texts in calls for e in tok.encode_batch_fast(texts, add_special_tokens=False)]
+
+        with rust_threads(False), ThreadPoolExecutor(CORES) as threads:
+            return measure_call(lambda: list(threads.map(share, shares)))[0]
+
+    return one_call, per_core
 
 
 @contextmanager
@@ -270,6 +281,35 @@ def pass_through(s: Setup) -> list[Figure]:
             f"wall with start-up {run.m.wall:.1f} s; {run.calls} summaries",
         ))
     return figures
+
+
+def shared_prompt(s: Setup) -> list[Figure]:
+    """Pass-through on rows that open with one system prompt and tool schemas, as a framework's rows
+    do, and share nothing else (bench_data.shared_prompt), against the tokenizer's best encode of
+    every text, the shared ones each time: counting a repeated text once may beat it."""
+    from tokenizers import Tokenizer
+
+    src = bench_data.shared_prompt(s.work / "data", 3 * s.args.rows, s.args.seed)  # short rows: as many bytes
+    per_row = [bench_data.turn_texts(row) for row in bench_data.load(src)]
+    flat = [text for texts in per_row for text in texts]
+    tok = Tokenizer.from_file(str(s.tokenizer / "tokenizer.json"))
+    counts = [len(e) for e in tok.encode_batch_fast(flat, add_special_tokens=False)]  # and a warm-up
+    ways = encode_limits(s.tokenizer, flat)
+    ends = list(accumulate(len(texts) for texts in per_row))
+    target = percentile([sum(counts[a:b]) for a, b in zip([0, *ends], ends)], 0.9)
+    one, split, runs = repeat(s.args.repeats, *ways, lambda: run_trajcomp(s, src, target))
+    limit_rate = len(per_row) / min(m.wall for m in one + split)
+    run = median_by(runs, key=lambda r: r.seconds)
+    rate = run.rows / run.seconds
+    shared = counts[0] * len(per_row) / sum(counts)
+    return [Figure(
+        "Pass-through, rows sharing their system prompt and tool schemas (nothing else repeats)",
+        f"{rate:.1f} rows/s", f"the tokenizer's best encode of every text {limit_rate:.1f} rows/s (measured alongside)",
+        rate / limit_rate, ">= 1.1", rate / limit_rate >= 1.1, others=others([r.m for r in runs]),
+        note=f"{len(per_row)} rows, {sum(counts) / len(per_row):.0f} tokens a row, {shared:.0%} of them the shared "
+             f"prompt; tokenizer input {run.tokenizer_chars / sum(map(len, flat)):.2f}x the rows' text; "
+             f"wall with start-up {run.m.wall:.1f} s",
+    )]
 
 
 def limit_alongside(s: Setup, limits: list[Measurement]) -> float:
@@ -736,7 +776,7 @@ def write_doc(path: Path, sections: list[tuple[dict, list[Figure], dict]], comma
 # ---------------------------------------------------------------- main
 
 
-MEASURES = (counting, pass_through, summarizer_bound, chat_template, pruning, workers, coordinator, ray_driver, ray_store,
+MEASURES = (counting, pass_through, shared_prompt, summarizer_bound, chat_template, pruning, workers, coordinator, ray_driver, ray_store,
             memory)
 # Not in --quick's full run (tests/test_bench.py, CI), unless asked for with --only: a Ray cluster's start alone takes ~20 s.
 NOT_QUICK = (ray_driver, ray_store)

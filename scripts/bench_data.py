@@ -42,6 +42,33 @@ def jsonl(folder: Path, n: int, seed: int) -> Path:
     return path
 
 
+# Issue 37's typical row of a framework's dataset: 826 of its 3,344 tokens the system prompt and
+# tool schemas every row opens with (make_samples' prompt is ~3,340 characters, ~830 tokens).
+TYPICAL_ROW_CHARS = 13_400
+
+
+def shared_prompt(folder: Path, n: int, seed: int) -> Path:
+    """A JSONL file of n rows that all open with the first row's system prompt and tool schemas, as the
+    rows of one agent framework do; each cut to its turns that fit in TYPICAL_ROW_CHARS (one at least).
+    Nothing else is shared: the other turns are the rows' own."""
+    path = folder / f"shared_prompt_{n}_seed{seed}.jsonl"
+    if not path.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        made = list(rows(n, seed))
+        system = made[0]["conversations"][0]
+        with open(path.with_suffix(".tmp"), "w", encoding="utf-8") as f:
+            for row in made:
+                turns, size = [system], len(system["value"])
+                for turn in row["conversations"][1:]:
+                    if len(turns) > 1 and size + len(turn["value"]) > TYPICAL_ROW_CHARS:
+                        break
+                    turns.append(turn)
+                    size += len(turn["value"])
+                f.write(json.dumps({**row, "conversations": turns}, ensure_ascii=False) + "\n")
+        path.with_suffix(".tmp").replace(path)
+    return path
+
+
 def parquet(source: Path) -> Path:
     """The same rows as Parquet, beside the JSONL file."""
     import pyarrow as pa
