@@ -24,6 +24,7 @@ from trajcomp.reports.page import report_page
 from trajcomp.reports.reading import read_report
 from trajcomp.reports.text import render_report
 from trajcomp.summarizers import checks as ck
+from trajcomp.summarizers import language
 from trajcomp.summarizers.openai import SYSTEM_PROMPT, turn_header
 
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -115,6 +116,25 @@ def test_a_command_quoted_twice_is_no_loop():
 ])
 def test_language(turns, text, passes):
     assert (failed(text, body(turns)) is None) is passes
+
+
+@pytest.mark.parametrize("turns, text, passes", [
+    (EN_TURNS, EN_SUMMARY, True), (EN_TURNS, ZH_SUMMARY, False), (ZH_TURNS, ZH_SUMMARY, True),
+    (ZH_TURNS, EN_SUMMARY, False), (ES_TURNS, ES_SUMMARY, True), (ES_TURNS, EN_SUMMARY, False),
+])
+def test_the_language_of_a_large_region_is_judged_from_a_sample_of_its_prose(turns, text, passes):
+    mixed = [*turns, ("human", "Continue, please."), ("tool", "x = 1\n" * 500)]
+    b = body(mixed, repeat=400)  # ~1 MB of region, ~200 KB of its people's turns
+    user = b["messages"][1]["content"]
+    assert len(language.region_prose(user)) <= language.PROSE_SAMPLE < len(user) // 100
+    assert (failed(text, b) is None) is passes
+
+
+def test_a_sampled_turn_cut_inside_a_code_block_leaves_the_code_out():
+    code = "```python\n" + "def parse(fields):\n    return fields[:-1]\n" * 400 + "```"
+    user = turn_header(1, "human") + "第一步是复现问题，然后阅读解析器。" * 200 + "\n" + code + "\n修正了边界。"
+    prose = language.region_prose(user)
+    assert "parse" not in prose and "第一步" in prose
 
 
 def test_too_little_for_a_large_region_only():

@@ -6,8 +6,13 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-# The turns as the summary request writes them (summarizers/openai.py turn_header).
-TURN = re.compile(r"^### Turn \d+ \((\w+)\)\n", re.M)
+# The turns as the summary request writes them (summarizers/openai.py turn_header), each header at a
+# line's start: checked apart, as a "^" would keep re from its fast search for the literal opening.
+TURN = re.compile(r"### Turn \d+ \((\w+)\)\n")
+# Characters of the region's own turns judged: a language shows in a few thousand, and the region's
+# prose is read for every answer (the whole of it took ~60% of the checks' time).
+PROSE_SAMPLE = 6000
+SAMPLE_POINTS = 16  # turns it is taken from, at most
 # Text no language speaks: tool calls and their answers, code blocks, inline code, paths and names.
 NOT_PROSE = re.compile(
     r"<tool_call>.*?</tool_call>|<tool_response>.*?</tool_response>|```.*?```|`[^`\n]*`|\S*[/_=\\]\S*",
@@ -30,7 +35,7 @@ SCRIPTS = (
 _SPACELESS = "\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 UNIT = re.compile(rf"[{_SPACELESS}]|[^\W{_SPACELESS}]+")
 SPACELESS = re.compile(f"[{_SPACELESS}]")
-_SCRIPT = {name: re.compile(f"[{chars}]") for name, chars in SCRIPTS}
+_SCRIPT = {name: re.compile(f"[{chars}]+") for name, chars in SCRIPTS}  # runs: far fewer matches than letters
 # One character of a script written without spaces carries about a word: it weighs like one.
 WEIGHT = {"han": 3, "kana": 2, "thai": 2}
 
@@ -66,17 +71,49 @@ def words(text: str) -> float:
 
 
 def region_prose(user: str) -> str:
-    """What the region's people wrote: its user and assistant turns without code, calls or tool output."""
-    parts = TURN.split(user)
-    if len(parts) < 3:
-        return NOT_PROSE.sub(" ", user)
-    turns = zip(parts[1::2], parts[2::2])
-    return NOT_PROSE.sub(" ", "\n".join(text for role, text in turns if role in ("human", "gpt")))
+    """What the region's people wrote, a sample of PROSE_SAMPLE characters at most: its user and
+    assistant turns, evenly spread, without code, calls or tool output."""
+    heads = [m for m in TURN.finditer(user) if m.start() == 0 or user[m.start() - 1] == "\n"]
+    if not heads:
+        return NOT_PROSE.sub(" ", _head(user, PROSE_SAMPLE))
+    ends = [m.start() for m in heads[1:]] + [len(user)]
+    turns = [user[m.end():end] for m, end in zip(heads, ends) if m.group(1) in ("human", "gpt")]
+    return NOT_PROSE.sub(" ", "\n".join(_spread(turns, PROSE_SAMPLE)))
+
+
+def _spread(texts: list[str], budget: int) -> list[str]:
+    """About `budget` characters of `texts`: all when they fit, else the texts that SAMPLE_POINTS points evenly
+    spaced over their characters fall in, each cut to its share (by characters, not every k-th text: a
+    conversation's turns alternate, and every k-th could be only the user's "go on")."""
+    total = sum(map(len, texts))
+    if total <= budget:
+        return texts
+    stride = total / SAMPLE_POINTS
+    sample, point, start = [], stride / 2, 0
+    for text in texts:
+        start += len(text)
+        if point < start:
+            sample.append(text)
+            while point < start:
+                point += stride
+    return [_head(text, budget // len(sample) - 1) for text in sample]  # - 1: the line break joining them
+
+
+def _head(text: str, n: int) -> str:
+    """The first `n` characters, without a code block or call the cut leaves open (it would read as prose)."""
+    if len(text) <= n:
+        return text
+    head = text[:n]
+    for opening, closing in (("```", "```"), ("<tool_call>", "</tool_call>"), ("<tool_response>", "</tool_response>")):
+        start = head.rfind(opening)
+        if start >= 0 and head.find(closing, start + len(opening)) < 0:
+            head = head[:start]
+    return head
 
 
 def scripts(text: str) -> dict[str, float]:
     """Each script's share of the text's letters, a spaceless script's characters weighed as words."""
-    counts = {name: len(p.findall(text)) * WEIGHT.get(name, 1) for name, p in _SCRIPT.items()}
+    counts = {name: sum(map(len, p.findall(text))) * WEIGHT.get(name, 1) for name, p in _SCRIPT.items()}
     total = sum(counts.values())
     return {name: c / total for name, c in counts.items() if c} if total else {}
 
