@@ -1,7 +1,7 @@
 """The row core's entry: rows in, results out (an output row or a rejection, with metrics).
 
 Counting, planning, summarizing and assembly happen in the row core and nowhere else; the engines
-(engines/pipeline.py for files, engines/hf.py, engines/ray.py) only move rows through `compress_rows`.
+(engines/runners/pipeline.py for files, engines/runners/hf.py, engines/runners/ray.py) only move rows through `compress_rows`.
 """
 
 from __future__ import annotations

@@ -81,9 +81,9 @@ class CompressionConfig:
     max_input_tokens: int | None = None  # None: 8192 minus the answer's max_tokens
     summary_tokenizer: str | None = None  # the summary model's tokenizer folder, for the input guard
     cache: bool = True
-    cache_dir: str | None = None  # the summary cache's folder; None: beside the output (engines/paths.py)
+    cache_dir: str | None = None  # the summary cache's folder; None: beside the output (engines/flow/paths.py)
     summary_style: str = "prose"  # prose, or handoff: the Markdown sections an agent's own compaction writes
-    # Summaries bought through the endpoint's Files and Batches API in rounds (engines/batch.py), not one call each.
+    # Summaries bought through the endpoint's Files and Batches API in rounds (engines/summaries/batch_rounds.py), not one call each.
     batch: bool = False
     batch_max_requests: int = 50_000  # a batch file's requests at most (OpenAI's limit)
     batch_max_bytes: int = 200_000_000  # and its size
@@ -98,7 +98,7 @@ class CompressionConfig:
     )
     output_suffix: str = "_compressed"
     # processing
-    num_workers: int = 1  # worker processes compressing rows; 0: one per usable core (engines/workers.py)
+    num_workers: int = 1  # worker processes compressing rows; 0: one per usable core (engines/runners/workers.py)
     max_concurrent_requests: int = 50
     skip_under_target: bool = True
     save_over_limit: bool = True

@@ -22,16 +22,16 @@ from typing import Any, Mapping
 import pyarrow as pa
 import ray
 
-from ..core.compressor import RowResult, TrajectoryCompressor
-from ..core.config import CompressionConfig, ConfigError, as_config
-from ..core.tokens import TokenCounter
-from ..formats import identity
-from ..formats.arrow_rows import batch_rows, to_table
+from ...core.compressor import RowResult, TrajectoryCompressor
+from ...core.config import CompressionConfig, ConfigError, as_config
+from ...core.tokens import TokenCounter
+from ...formats import identity
+from ...formats.arrow_rows import batch_rows, to_table
+from ..flow.progress import warn
+from ..parts.store import Store, ThroughStore, reachable
+from ..parts.work import Asks, perform
+from ..storage.remote import is_uri
 from .hf import METRICS_COLUMN_TYPE, core, metrics_value
-from .part_store import Store, ThroughStore, reachable
-from .part_work import Asks, perform
-from .progress import warn
-from .remote import is_uri
 from .together import Together
 from .workers import WorkerDied, build_core, shares
 

@@ -20,29 +20,29 @@ from itertools import groupby, islice
 from pathlib import Path
 from typing import Any
 
-from ..core.compressor import TrajectoryCompressor
-from ..core.config import CompressionConfig
-from ..core.metrics import Aggregate
-from ..core.summarizer import SummarizerUnavailable
-from ..formats import Record, format_for, identity
-from ..formats.base import InputError, input_schema, read_checked, write_json
-from ..reports.schema import Batches, Report
-from ..version import __version__
-from .batch import BatchBuyer
-from .checkpoint import WorkDir
-from .failures import FailureStreak
-from .ordered import ordered_map
-from .manifest import DamagedPart
-from .part_stream import PartStream
-from .part_store import Store
-from .part_work import SHARED, THROUGH_STORE, Asks, JoinTask, join_file
-from .parts import Part
-from .paths import FileJob, Layout
-from .progress import Progress, warn
-from .remote import WorkMirror, fetched, is_uri, named
-from .results import Rejected, Skipped, Written, settled, shown_as
+from ...core.compressor import TrajectoryCompressor
+from ...core.config import CompressionConfig
+from ...core.metrics import Aggregate
+from ...core.summarizer import SummarizerUnavailable
+from ...formats import Record, format_for, identity
+from ...formats.base import InputError, input_schema, read_checked, write_json
+from ...reports.schema import Batches, Report
+from ...version import __version__
+from ..flow.ordered import ordered_map
+from ..flow.paths import FileJob, Layout
+from ..flow.progress import Progress, warn
+from ..flow.results import Rejected, Skipped, Written, settled, shown_as
+from ..flow.selection import Selection, Taker
+from ..parts.checkpoint import WorkDir
+from ..parts.failures import FailureStreak
+from ..parts.manifest import DamagedPart
+from ..parts.part import Part
+from ..parts.store import Store
+from ..parts.stream import PartStream
+from ..parts.work import SHARED, THROUGH_STORE, Asks, JoinTask, join_file
+from ..storage.remote import WorkMirror, fetched, is_uri, named
+from ..summaries.batch_rounds import BatchBuyer
 from .run_report import RunFacts, build_report, gather
-from .selection import Selection, Taker
 from .workers import WorkerPool, build_core, worker_count
 
 # Settings that never change what a run writes (speed, memory, where the endpoint is and how to

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-from ..core.metrics import Outcome, RowMetrics
-from ..formats import Record
+from ...core.metrics import Outcome, RowMetrics
+from ...formats import Record
 
 
 @dataclass(frozen=True)

@@ -7,16 +7,16 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from ..core.compressor import TrajectoryCompressor
-from ..core.config import CompressionConfig
-from ..core.metrics import Aggregate
-from ..formats.jsonl import JSONL
-from ..reports.build import from_aggregate
-from ..reports.schema import Batches, Processing, Report, TokenizerInfo
-from ..version import __version__
-from .checkpoint import WorkDir
-from .manifest import DamagedPart, damage, listed
-from .paths import Layout
+from ...core.compressor import TrajectoryCompressor
+from ...core.config import CompressionConfig
+from ...core.metrics import Aggregate
+from ...formats.jsonl import JSONL
+from ...reports.build import from_aggregate
+from ...reports.schema import Batches, Processing, Report, TokenizerInfo
+from ...version import __version__
+from ..flow.paths import Layout
+from ..parts.checkpoint import WorkDir
+from ..parts.manifest import DamagedPart, damage, listed
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ import shutil
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..core.config import ConfigError
-from ..formats.base import write_json
+from ...core.config import ConfigError
+from ...formats.base import write_json
 from .manifest import FILES, damage, describe, digest
 
 

@@ -11,9 +11,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Collection
 
-from ..core.config import CompressionConfig, ConfigError
-from ..formats import HF, INPUT_SUFFIXES, OUTPUT_FORMATS, OUTPUT_SUFFIXES, is_dataset_folder, name_suffix, split_suffix
-from .remote import is_uri
+from ...core.config import CompressionConfig, ConfigError
+from ...formats import HF, INPUT_SUFFIXES, OUTPUT_FORMATS, OUTPUT_SUFFIXES, is_dataset_folder, name_suffix, split_suffix
+from ..storage.remote import is_uri
 
 
 @dataclass(frozen=True)

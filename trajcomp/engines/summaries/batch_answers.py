@@ -14,8 +14,8 @@ import asyncio
 from collections import Counter
 from typing import Any
 
-from ..core.summarizer import Summarizer, Summary, SummaryError, SummaryPending, SummaryRequest
-from .summary_cache import ObjectCache, SummaryCache, answered, checks_of
+from ...core.summarizer import Summarizer, Summary, SummaryError, SummaryPending, SummaryRequest
+from .cache import ObjectCache, SummaryCache, answered, checks_of
 
 
 class BatchAnswered(Summarizer):

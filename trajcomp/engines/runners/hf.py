@@ -24,11 +24,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..core.compressor import RowResult, TrajectoryCompressor
-from ..core.config import CompressionConfig, as_config
-from ..core.metrics import Outcome
-from ..core.tokens import TokenCounter
-from ..formats.arrow_rows import METRICS, METRICS_TYPE
+from ...core.compressor import RowResult, TrajectoryCompressor
+from ...core.config import CompressionConfig, as_config
+from ...core.metrics import Outcome
+from ...core.tokens import TokenCounter
+from ...formats.arrow_rows import METRICS, METRICS_TYPE
 from .workers import build_core
 
 __all__ = ["BatchFunction", "RowRejected", "SummariesFailing", "compress_dataset", "map_function"]

@@ -21,16 +21,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..formats import format_for
-from ..formats.base import InputError, checked, input_schema, unpack_checked
+from ...formats import format_for
+from ...formats.base import InputError, checked, input_schema, unpack_checked
+from ..flow.ordered import ordered_map
+from ..flow.paths import FileJob
+from ..flow.results import settled, shown_as
+from ..flow.selection import Selection, Taker
+from ..storage.remote import named
 from .checkpoint import WorkDir
 from .failures import counted
-from .ordered import ordered_map
-from .parts import Part, join_parts
-from .paths import FileJob
-from .remote import named
-from .results import settled, shown_as
-from .selection import Selection, Taker
+from .part import Part, join_parts
 
 
 @dataclass(frozen=True)

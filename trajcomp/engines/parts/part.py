@@ -6,14 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..core.metrics import Aggregate
-from ..formats import Format
-from ..formats.base import PartWriter
-from ..formats.jsonl import JSONL
+from ...core.metrics import Aggregate
+from ...formats import Format
+from ...formats.base import PartWriter
+from ...formats.jsonl import JSONL
+from ..flow.paths import FileJob
+from ..flow.results import Rejected, Skipped, Written
 from .checkpoint import WorkDir
 from .manifest import digest, listed
-from .paths import FileJob
-from .results import Rejected, Skipped, Written
 
 
 class Part:

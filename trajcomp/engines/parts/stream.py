@@ -18,14 +18,14 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable
 
-from ..formats import format_for
+from ...formats import format_for
+from ..flow.ordered import ordered_map
+from ..flow.paths import FileJob
+from ..flow.progress import Progress
+from ..flow.selection import Selection
 from .checkpoint import WorkDir
 from .failures import FailureStreak
-from .ordered import ordered_map
-from .part_work import THROUGH_STORE, JoinTask, PartDone, PartTask, Spans, SpanTask
-from .paths import FileJob
-from .progress import Progress
-from .selection import Selection
+from .work import THROUGH_STORE, JoinTask, PartDone, PartTask, Spans, SpanTask
 
 
 @dataclass(frozen=True)
