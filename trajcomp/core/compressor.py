@@ -7,7 +7,7 @@ Counting, planning, summarizing and assembly happen in the row core and nowhere 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Sequence
 
 from .assembly import Assembler
@@ -16,6 +16,7 @@ from .metrics import Outcome, RowMetrics, assistant_share
 from .passes import Passes, plan_region, unchanged
 from .planner import Decision, PlanParams
 from .prune_fit import Pruned, Pruner, summary_avoided, with_pruning
+from .row_result import RowResult, SummaryExample  # noqa: F401  (named with the compressor)
 from .rows import SHAREGPT, RowError, RowSchema, Turn
 from .sourcing import Sourcing
 from .summarizer import Summarizer, SummarizerUnavailable, SummaryPending
@@ -26,24 +27,6 @@ _UNCHANGED = {
     Decision.NOTHING_TO_COMPRESS: Outcome.NOTHING_TO_COMPRESS,
     Decision.NO_NET_SAVINGS: Outcome.NO_NET_SAVINGS,
 }
-
-
-@dataclass(frozen=True)
-class RowResult:
-    """One input row's result: the output row, or the reason it was rejected; metrics when it got that far."""
-
-    row: dict[str, Any] | None
-    metrics: RowMetrics | None
-    reason: str | None = None  # a stable code, set exactly when the row is rejected
-    detail: str = ""
-
-    @property
-    def rejected(self) -> bool:
-        return self.reason is not None
-
-    @classmethod
-    def reject(cls, reason: str, detail: str, metrics: RowMetrics | None = None) -> "RowResult":
-        return cls(None, metrics, reason, detail)
 
 
 class TrajectoryCompressor:
@@ -114,7 +97,7 @@ class TrajectoryCompressor:
         out = adapter.with_turns(row, turns) if turns is not native else dict(row)
         if self.config.metrics_per_trajectory:
             out["compression_metrics"] = metrics.to_dict()
-        return RowResult(out, metrics)
+        return RowResult((out,), metrics)
 
     async def compress_trajectory(self, turns: list[dict[str, str]]) -> tuple[list[dict[str, str]], RowMetrics]:
         """Compress ShareGPT turns (`[{"from", "value"}, ...]`); the input is never mutated."""
@@ -129,8 +112,23 @@ class TrajectoryCompressor:
 
     async def _compress_turns(self, native, fmt):
         turns = fmt.turns(native)
+        measured = await self._measure(native, fmt, turns, costs_above=self.config.target_max_tokens)
+        out, metrics = await self._plain(native, fmt, turns, measured)
+        return out, await self._with_assistant_tokens(metrics, turns, measured)
+
+    async def _with_assistant_tokens(self, metrics: RowMetrics, turns: Sequence[Turn], measured: Measured) -> RowMetrics:
+        """The input's assistant tokens (its turns' costs; the texts counted when a template's row under the
+        target has none) and those the output still trains; and the one summary a compressed row holds."""
+        if measured.costs:
+            total = sum(c for t, c in zip(turns, measured.costs) if t.role == "gpt")
+        else:
+            total = sum(await self.counter.acount([t.text for t in turns if t.role == "gpt"]))
+        trained = round(total * (metrics.assistant_tokens_kept or 0.0))
+        summaries = int(metrics.was_compressed and metrics.passes > 0)
+        return replace(metrics, assistant_tokens=total, assistant_tokens_trained=trained, summaries=summaries)
+
+    async def _plain(self, native, fmt, turns: list[Turn], measured: Measured):
         target = self.config.target_max_tokens
-        measured = await self._measure(native, fmt, turns, costs_above=target)
         if measured.total <= target:
             return native, unchanged(Outcome.SKIPPED_UNDER_TARGET, turns, measured, target, None)
         pruned = await self.pruner.fit(native, fmt, turns, measured) if self.pruner is not None else None
