@@ -78,6 +78,7 @@ def compress(
     batch: opt.Batch = False,
     input_format: opt.InputFormat = None,
     output_format: opt.OutputFormat = None,
+    summary_examples: opt.SummaryExamples = None,
     sample_percent: opt.SamplePercent = 100.0,
     seed: opt.Seed = 0,
     num_shards: opt.NumShards = 1,
@@ -101,7 +102,7 @@ def compress(
 
 
 def _compress_command(flags) -> None:
-    from ..engines.flow.paths import resolve
+    from ..engines.flow.paths import resolve, with_examples
     from ..engines.flow.selection import Selection
     from ..engines.runners.pipeline import RunOptions
     from ..engines.storage.remote import is_uri, stage
@@ -127,6 +128,7 @@ def _compress_command(flags) -> None:
         staged = stage(flags.inputs, flags.output, lazy)
         layout = staged.localize(resolve(staged.inputs, staged.output, cfg, _dotted(flags.output_format), shard,
                                          staged.listed))
+        layout = with_examples(layout, flags.summary_examples)
         options = RunOptions(selection, flags.quiet or flags.as_json, flags.checkpoint_rows, flags.restart)
         counter = TokenCounter.for_config(cfg)
     except (ConfigError, TokenizerLoadError) as exc:

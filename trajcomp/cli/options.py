@@ -94,6 +94,10 @@ OutputFormat = Annotated[Optional[str], typer.Option(
     help="Output type (.jsonl, .jsonl.gz, .jsonl.zst, .json, .parquet, or hf: a save_to_disk folder); "
         "default: the output's suffix (a dataset folder input: hf).",
 )]
+SummaryExamples = Annotated[Optional[str], typer.Option(
+    help="Also write every summary the output used as a training row (a local .jsonl): the summarizer's request "
+        "and the summary as the assistant turn, in the rows' dialect, with the source row's id and segment.",
+)]
 SamplePercent = Annotated[float, typer.Option(
     help="Take a deterministic sample of this percent of rows.", min=0, max=100,
 )]

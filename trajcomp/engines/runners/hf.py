@@ -62,7 +62,8 @@ def _feature(arrow_type: pa.DataType):
 
 
 class BatchFunction:
-    """`fn(batch[, indices])` for `Dataset.map(fn, batched=True)`: a dict of columns in, the same rows out."""
+    """`fn(batch[, indices])` for `Dataset.map(fn, batched=True)`: a dict of columns in, the rows out (with
+    compression.segments an input row gives several, in order, each with its input row's metrics)."""
 
     def __init__(self, config, metrics_column: str | None = "compression", on_reject: str = "keep"):
         if on_reject not in ON_REJECT:
@@ -104,8 +105,9 @@ class BatchFunction:
             if result.rejected and self.on_reject == "raise":
                 where = f"row {indices[i]}" if indices is not None else f"row {i} of its batch"
                 raise RowRejected(f"{where} rejected: {result.reason}: {result.detail}", result.reason, result.detail)
-            out_rows.append(row if result.rejected else typed_row(result.row))
-            metrics.append(metrics_value(result))
+            written = [row] if result.rejected else [typed_row(out) for out in result.rows]
+            out_rows.extend(written)
+            metrics.extend([metrics_value(result)] * len(written))
         for row in out_rows:  # columns the core adds (compression_metrics), in order of appearance
             names.extend(name for name in row if name not in names)
         out = {name: [row.get(name) for row in out_rows] for name in names}
