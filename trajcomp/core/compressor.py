@@ -10,13 +10,16 @@ import asyncio
 from dataclasses import replace
 from typing import Any, Sequence
 
+from . import compaction
 from .assembly import Assembler
 from .config import CompressionConfig
 from .metrics import Outcome, RowMetrics, assistant_share
 from .passes import Passes, plan_region, unchanged
-from .planner import Decision, PlanParams
+from .planner import Decision, Plan, PlanParams
 from .prune_fit import Pruned, Pruner, summary_avoided, with_pruning
 from .row_result import RowResult, SummaryExample  # noqa: F401  (named with the compressor)
+from .segment_rows import replay_metrics, segment_rows, with_lineage
+from .segments import Row, Segmenter
 from .rows import SHAREGPT, RowError, RowSchema, Turn
 from .sourcing import Sourcing
 from .summarizer import Summarizer, SummarizerUnavailable, SummaryPending
@@ -47,6 +50,7 @@ class TrajectoryCompressor:
         params = plan_params(config, self.lengths)
         self.passes = Passes(config, self.counter, self.lengths, params, self.sourcing, Assembler(config, self.counter))
         self.pruner = Pruner(config, self.lengths, params) if config.prune else None
+        self.segmenter = Segmenter(config, self.counter, self.lengths, params, self.sourcing)
 
     @property
     def summarizer(self) -> Summarizer:
@@ -85,19 +89,57 @@ class TrajectoryCompressor:
         except RowError as exc:
             return RowResult.reject(exc.reason, exc.detail)
         try:
+            if self.config.segments:
+                return await self._segmented(row, adapter, native)
             turns, metrics = await self.compress_turns(native, adapter)
         except (SummaryPending, SummarizerUnavailable):  # batch mode's wait, or a dead endpoint: the engine's
             raise
         except Exception as exc:  # one row's surprise must not stop a run of a million: reject it, named
             return RowResult.reject("internal_error", f"{type(exc).__name__}: {exc}")
+        return self._one_row(row, adapter, native, turns, metrics)
+
+    def _one_row(self, row, adapter, native, turns, metrics: RowMetrics, segment: str | None = None) -> RowResult:
+        """The row with its turns compressed, or why it is rejected; with its lineage field under `segment`."""
+        rejected = self._rejected(metrics)
+        if rejected is not None:
+            return rejected
+        out = adapter.with_turns(row, turns) if turns is not native else dict(row)
+        if segment is not None:
+            out = with_lineage(out, segment, 0, 1)
+        if self.config.metrics_per_trajectory:
+            out["compression_metrics"] = metrics.to_dict()
+        return RowResult((out,), metrics)
+
+    def _rejected(self, metrics: RowMetrics) -> RowResult | None:
         if metrics.outcome is Outcome.FAILED and self.config.on_failure == "reject":
             return RowResult.reject("summary_failed", metrics.error or "", metrics)
         if metrics.still_over_limit and not self.config.save_over_limit:
             return RowResult.reject("still_over_limit", f"{metrics.compressed_tokens} tokens", metrics)
-        out = adapter.with_turns(row, turns) if turns is not native else dict(row)
-        if self.config.metrics_per_trajectory:
-            out["compression_metrics"] = metrics.to_dict()
-        return RowResult((out,), metrics)
+        return None
+
+    async def _segmented(self, row, adapter, native) -> RowResult:
+        """compression.segments: the row's segments (core/segments.py); a row under the target is one."""
+        turns = adapter.turns(native)
+        target, field = self.config.target_max_tokens, self.config.segment_field
+        measured = await self._measure(native, adapter, turns, costs_above=0)
+        if measured.total <= target:
+            out, metrics = await self._plain(native, adapter, turns, measured)
+            metrics = await self._with_assistant_tokens(metrics, turns, measured)
+            return self._one_row(row, adapter, native, out, metrics, field)
+        walked = Row(native, adapter, turns, measured, self.config.summary_prefix)
+        replay = await self.segmenter.replay(walked)
+        if replay.failed is not None:  # no summary: the row as it was (summarization.on_failure)
+            failed = replace(unchanged(Outcome.FAILED, turns, measured, target, None, error=replay.failed.error),
+                             summarization_api_calls=replay.failed.summarization_api_calls,
+                             summarization_errors=replay.failed.summarization_errors)
+            failed = await self._with_assistant_tokens(failed, turns, measured)
+            return self._one_row(row, adapter, native, native, failed, field)
+        metrics = replay_metrics(replay, walked.roles, measured.costs, walked.summaries, measured.total, target)
+        rejected = self._rejected(metrics)
+        if rejected is not None:
+            return rejected
+        rows = segment_rows(row, adapter, walked.roles, walked.summaries, replay, metrics, self.config)
+        return RowResult(rows, metrics, examples=tuple(replay.examples))
 
     async def compress_trajectory(self, turns: list[dict[str, str]]) -> tuple[list[dict[str, str]], RowMetrics]:
         """Compress ShareGPT turns (`[{"from", "value"}, ...]`); the input is never mutated."""
@@ -139,7 +181,9 @@ class TrajectoryCompressor:
         if p.decision is not Decision.COMPRESS:
             region = (p.start, p.end) if p.decision is Decision.NO_NET_SAVINGS else None
             return native, unchanged(_UNCHANGED[p.decision], turns, measured, target, region, cannot_fit=True)
-        return await self.passes.run(native, fmt, turns, measured, p)
+        p, previous, covered = updating(turns, p, self.config.summary_prefix)
+        out, metrics, _ = await self.passes.run_kept(native, fmt, turns, measured, p, None, previous, covered)
+        return out, metrics
 
     async def _summarize_pruned(self, fmt, turns: list[Turn], measured: Measured, pruned: Pruned):
         """A pruned row as it is when it fits, else summarized: the region planned on its stubbed length (the
@@ -160,6 +204,19 @@ class TrajectoryCompressor:
     async def _measure(self, native, fmt, turns: Sequence[Turn], costs_above: int | None) -> Measured:
         messages = fmt.chat_messages(native, self.config.chat_roles) if self.lengths.mode == "chat_template" else ()
         return await self.lengths.ameasure([t.text for t in turns], messages, costs_above)
+
+
+def updating(turns: Sequence[Turn], p: Plan, prefix: str) -> tuple[Plan, str | None, int]:
+    """A region reaching a live agent's compaction summary (compaction.py), which is no protected turn: the
+    region starts there at the latest (after a human turn the summary joins it), and that summary is the
+    previous one to update, with the turns it covers; (p, None, 0) in a row with none."""
+    t = compaction.latest(turns, 0, p.end, prefix)
+    if t is None or t == 0:
+        return p, None, 0
+    if t < p.start:
+        after_human = turns[t - 1].role == "human"
+        p = replace(p, start=t, merge_into_prev=after_human, merge_into_next=p.merge_into_next and not after_human)
+    return p, compaction.body(turns[t].text, prefix), t - p.start + 1
 
 
 def plan_params(config: CompressionConfig, lengths) -> PlanParams:
