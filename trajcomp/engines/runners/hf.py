@@ -89,6 +89,8 @@ class BatchFunction:
         from datasets import Features
 
         out = Features(features)
+        if self.config().segments:
+            out = _with_segment_fields(out, self.config())
         if self.metrics_column is not None:
             out[self.metrics_column] = _feature(METRICS_COLUMN_TYPE)
         elif self.config().metrics_per_trajectory:
@@ -114,6 +116,23 @@ class BatchFunction:
         if self.metrics_column is not None:
             out[self.metrics_column] = metrics
         return out
+
+
+def _with_segment_fields(features, config: CompressionConfig):
+    """The features with what compression.segments adds: a turn's mark (ShareGPT's train field, OpenAI's
+    weight) and each row's segment field ({"index", "count"})."""
+    from datasets import Features
+
+    marks = {"conversations": pa.field(config.train_field, pa.bool_()), "messages": pa.field("weight", pa.int64())}
+    fields = []
+    for f in features.arrow_schema:
+        mark, t = marks.get(f.name), f.type
+        if mark is not None and pa.types.is_list(t) and pa.types.is_struct(t.value_type) \
+                and mark.name not in t.value_type.names:
+            f = f.with_type(pa.list_(pa.struct([*t.value_type, mark])))
+        fields.append(f)
+    segment = pa.struct([pa.field("index", pa.int64()), pa.field("count", pa.int64())])
+    return Features.from_arrow_schema(pa.schema([*fields, pa.field(config.segment_field, segment)]))
 
 
 def metrics_value(result: RowResult) -> dict[str, Any]:

@@ -53,6 +53,9 @@ class BatchAnswered(Summarizer):
     def secrets(self) -> tuple[str, ...]:
         return self.inner.secrets()
 
+    def request_body(self, request: SummaryRequest) -> dict[str, Any] | None:
+        return self.inner.request_body(request)  # a summary example's request is the inner summarizer's
+
 
 def _common(failed: dict[str, str]) -> str:
     """The most frequent reason (alphabetically first of equals): the same wherever the ledger was read."""

@@ -344,3 +344,6 @@ class CachedSummarizer(Summarizer):
 
     def secrets(self) -> tuple[str, ...]:
         return self.inner.secrets()
+
+    def request_body(self, request: SummaryRequest) -> dict[str, Any] | None:
+        return self.inner.request_body(request)  # a summary example's request is the inner summarizer's
