@@ -195,3 +195,46 @@ def _plain(value):
 
 def _key(row: dict) -> str:
     return json.dumps(_plain(row), sort_keys=True)
+
+
+def test_the_report_compare_page_and_show_name_the_segments(reference, tmp_path):
+    _, ref, _, rows = reference
+    report = ref.with_name("out_metrics.json")
+    seg = json.loads(report.read_text())["segments"]
+    old = tmp_path / "old_metrics.json"  # a report from before segments: no such section
+    old.write_text(json.dumps({k: v for k, v in json.loads(report.read_text()).items() if k != "segments"}))
+    compared = run_cli("compare", str(old), str(report), "--json", "--html", str(tmp_path / "c.html"))
+    assert compared.code == 0, compared.stderr
+    figures = json.loads(compared.stdout)["figures"]
+    assert figures["rows_out"] == [None, seg["rows_out"]] and figures["trained_share"] == [None, 1.0]
+    from trajcomp.reports.page import report_page
+    from trajcomp.reports.reading import load
+
+    page = report_page(load(report))
+    assert "input rows by segments" in page and f"{seg['rows_in']} → {seg['rows_out']}" in page
+    # show: a row picked by its id, or any of its segments by position, comes with all its segments in order.
+    written = read_jsonl(ref)
+    three = next(r for r in written if r["segment"]["count"] == 3)
+    middle = written.index(three) + 2  # its second segment, 1-based
+    for pick in (["--id", str(three["id"])], ["--row", str(middle)]):
+        shown = run_cli("show", str(ref), *pick, "--json")
+        assert shown.code == 0, shown.stderr
+        views = json.loads(shown.stdout)
+        assert [v["segment"] for v in views] == [{"index": k, "count": 3} for k in range(3)]
+        assert [v["summary"] is not None for v in views] == [False, True, True]
+    text = run_cli("show", str(ref), "--row", str(middle))
+    assert "segment 1 of 3" in text.stdout and text.stdout.index("segment 2 of 3") < text.stdout.index("segment 3 of 3")
+
+
+def test_the_segments_flag_and_a_bad_examples_file(reference, tmp_path):
+    src, _, _, rows = reference
+    flags = ["compress", str(src), "--tokenizer", str(DEMO_TOKENIZER), "--target-max-tokens", "6000",
+             "--summary-target-tokens", "200", "-q"]
+    for bad in ("examples.json", "s3://bucket/examples.jsonl", str(src)):
+        refused = run_cli(*flags, "-o", str(tmp_path / "o.jsonl"), "--summary-examples", bad)
+        assert refused.code == 2 and refused.stderr.count("\n") == 1 and "--summary-examples" in refused.stderr
+    assert not (tmp_path / "o.jsonl").exists()
+    done = run_cli(*flags, "-o", str(tmp_path / "seg.jsonl"), "--segments")  # the extractive summarizer
+    assert done.code == 0, done.stderr
+    written = read_jsonl(tmp_path / "seg.jsonl")
+    assert len(written) > ROWS and {r["id"] for r in written} == {r["id"] for r in rows}

@@ -57,6 +57,7 @@ def compress(
     chat_template: opt.ChatTemplate = None,
     max_passes: opt.MaxPasses = None,
     prune: opt.Prune = False,
+    segments: opt.Segments = False,
     summarizer: opt.Summarizer = None,
     summary_style: opt.SummaryStyle = None,
     summary_tokenizer: opt.SummaryTokenizer = None,

@@ -19,6 +19,7 @@ def config_from_flags(flags):
         chat_template=path("chat_template"),
         max_passes=flag("max_passes"),
         prune=True if flag("prune") else None,
+        segments=True if flag("segments") else None,
         summarizer=flag("summarizer"),
         summary_style=flag("summary_style"),
         summary_prefix=flag("summary_prefix"),

@@ -35,6 +35,11 @@ Prune = Annotated[bool, typer.Option(
         "outputs first, then the oldest), only as many as the row needs to fit; summarize only rows still over "
         "(compression.prune; stubs' style: compression.prune_style).",
 )]
+Segments = Annotated[bool, typer.Option(
+    "--segments", help="Each row becomes one row per segment, as a live compactor would have cut it: every "
+        "assistant turn trained in the one row where it is new, marked not trained where it is context "
+        "(compression.segments; see the README).",
+)]
 Summarizer = Annotated[Optional[str], typer.Option(help="Summarizer: extractive (offline default) or openai.")]
 SummaryStyle = Annotated[Optional[str], typer.Option(
     help="Summary shape: prose (default) or handoff (Active Task, Goal, Completed Actions, Active State, "
