@@ -94,6 +94,12 @@ def test_a_live_compaction_is_updated_never_the_users_words_and_the_notice_not_d
         assert len(ours) == 1 and "FACT-7777" in ours[0]
         assert "[CONTEXT COMPACTION" not in ours[0].partition(USERS_HEAD)[2]  # not among the user's words
         assert texts[0] == live_row()["conversations"][0]["value"]  # the live note stands for the notice
+    # one example per summary the output used, as the server was asked for it, its answer in its row
+    assert len(result.examples) == result.metrics.summaries >= 1
+    assert segments or len(result.examples) == 1
+    for e in result.examples:
+        assert e.messages in [b["messages"] for b in bodies]
+        assert any(e.summary in t["value"] for t in result.rows[e.segment]["conversations"])
 
 
 def stated(body) -> int:

@@ -25,8 +25,6 @@ from .sourcing import Sourcing
 from .tokens import Measured, TokenCounter
 from .turn import Turn
 
-EXAMPLE_SYSTEM = "Summarize the turns below for the agent that continues this session."
-
 
 @dataclass
 class Segment:
@@ -158,7 +156,7 @@ class Segmenter:
                  and row.roles[t] == "human", merge_into_prev=row.join, limit=t)
         measured = await self._measured(row, end)
         passes = self._passes(row.cost(head, t))
-        out, metrics, best = await passes.run_kept(row.native[:end], row.fmt, row.turns[:end], measured,
+        out, metrics, best = await passes.run(row.native[:end], row.fmt, row.turns[:end], measured,
                                                    replace(p, total_tokens=measured.total), None, previous,
                                                    max(0, upto - head))
         if best is None:
@@ -166,7 +164,7 @@ class Segmenter:
         t = best.plan.end
         origins = list(range(head)) + ([] if row.join or best.plan.merge_into_next else [-1]) + list(range(t, end))
         made = Segment(out, origins, seg.end, t, end, best.tokens, t - head, seg.end - t)
-        example = SummaryExample(self._messages(best.request), best.sourced.summary.text, index)
+        example = self.sourcing.example(best.request, best.sourced.summary.text, index)
         return made, example, metrics
 
     def _tail_start(self, row: Row, seg: Segment) -> int:
@@ -207,11 +205,3 @@ class Segmenter:
         cfg = cfg.replace(summary_target_tokens=max(1, min(budget, cfg.target_max_tokens // 2)))
         params = replace(self.params, summary_tokens=cfg.summary_target_tokens)
         return Passes(cfg, self.counter, self.lengths, params, self.sourcing, Assembler(cfg, self.counter))
-
-    def _messages(self, request) -> list[dict[str, str]]:
-        """The summarizer's request as chat messages: its own, or the turns under a plain instruction."""
-        body = self.sourcing.summarizer.request_body(request)
-        if body and isinstance(body.get("messages"), list):
-            return [{"role": m["role"], "content": m["content"]} for m in body["messages"]]
-        turns = "\n\n".join(f"[{t.role}]\n{t.text}" for t in request.turns)
-        return [{"role": "system", "content": EXAMPLE_SYSTEM}, {"role": "user", "content": turns}]
