@@ -106,7 +106,7 @@ class Segmenter:
                 out.passes.append(metrics)
                 previous, upto = example.summary, seg.body_from
                 tokens = await self._fits(row, seg, c)
-            seg = self._extended(row, seg, c, tokens)
+            seg = await self._extended(row, seg, c, tokens)
         out.segments.append(seg)
         return out
 
@@ -119,11 +119,11 @@ class Segmenter:
             head = protected_bounds(row.roles, replace(self.params, protect_last_n_turns=0))[0]
         return min([head, *row.summaries])
 
-    def _extended(self, row: Row, seg: Segment, c: int, tokens: int | None) -> Segment:
+    async def _extended(self, row: Row, seg: Segment, c: int, tokens: int | None) -> Segment:
         """`seg` with the group up to `c`; one that does not fit even so is there, flagged."""
-        if tokens is None:
-            tokens = seg.tokens + row.cost(seg.end, c)  # its exact length does not matter: it is over
         native = seg.native + [dict(t) for t in row.native[seg.end:c]]
+        if tokens is None:  # over: counted whole, since the turns' sum misses the template's closing pieces
+            tokens = await self._tokens(row, native)
         return replace(seg, native=native, origins=seg.origins + list(range(seg.end, c)), end=c, tokens=tokens,
                        cannot_fit=seg.cannot_fit or tokens > self.config.target_max_tokens)
 
