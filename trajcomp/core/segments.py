@@ -150,10 +150,13 @@ class Segmenter:
     async def _compact(self, row: Row, seg: Segment, head: int, previous: str | None, upto: int, index: int):
         """The row after `seg`: head, summary, carried tail; with the summary's example and its metrics.
         (None, None, metrics) when no summary could be had."""
-        t = self._tail_start(row, seg)
-        end = seg.end + (t == seg.end and seg.end < len(row.roles) and row.roles[seg.end] == "human" and not row.join)
-        p = Plan(Decision.COMPRESS, 0, head, t, row.cost(head, t), merge_into_next=not row.join and t < end
-                 and row.roles[t] == "human", merge_into_prev=row.join, limit=t)
+        # the summary joins the head's user turn in an alternation, and where the head ends on a user turn (a
+        # live summary in the assistant's role follows it): never two user turns in a row
+        joins = row.join or row.roles[head - 1] == "human"
+        t = self._tail_start(row, seg, joins)
+        end = seg.end + (t == seg.end and seg.end < len(row.roles) and row.roles[seg.end] == "human" and not joins)
+        p = Plan(Decision.COMPRESS, 0, head, t, row.cost(head, t), merge_into_next=not joins and t < end
+                 and row.roles[t] == "human", merge_into_prev=joins, limit=t)
         measured = await self._measured(row, end)
         passes = self._passes(row.cost(head, t))
         out, metrics, best = await passes.run(row.native[:end], row.fmt, row.turns[:end], measured,
@@ -162,20 +165,20 @@ class Segmenter:
         if best is None:
             return None, None, metrics
         t = best.plan.end
-        origins = list(range(head)) + ([] if row.join or best.plan.merge_into_next else [-1]) + list(range(t, end))
+        origins = list(range(head)) + ([] if joins or best.plan.merge_into_next else [-1]) + list(range(t, end))
         made = Segment(out, origins, seg.end, t, end, best.tokens, t - head, seg.end - t)
         example = self.sourcing.example(best.request, best.sourced.summary.text, index)
         return made, example, metrics
 
-    def _tail_start(self, row: Row, seg: Segment) -> int:
+    def _tail_start(self, row: Row, seg: Segment, joins: bool) -> int:
         """Where the carried tail starts: `tail_tokens` of whole groups, else `last_n_turns` turns at least;
-        at an assistant turn in an alternation; after the turns the previous summary covers."""
+        at an assistant turn where the summary `joins` a user turn; after the turns the previous summary covers."""
         roles, end = row.roles, seg.end
 
         def starts_tail(t: int) -> bool:
             if t == end:  # no tail: the next group follows the summary
-                return not row.join
-            return roles[t] == "gpt" if row.join else roles[t] != "tool"
+                return not row.join and not (joins and end < len(roles) and roles[end] == "human")
+            return roles[t] == "gpt" if joins else roles[t] != "tool"
 
         # the summary must have more than the user's words to cover (those it carries verbatim)
         said = next((i for i in range(seg.body_from, end) if roles[i] != "human"), end)
