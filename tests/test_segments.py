@@ -23,7 +23,7 @@ from trajcomp.core.config import CompressionConfig
 from trajcomp.core.planner import alternation_parity
 from trajcomp.core.rows import RowSchema
 from trajcomp.core.tokens import TokenCounter
-from trajcomp.core.validity import RESULT_WITHOUT_CALL, problems
+from trajcomp.core.validity import CALL_UNANSWERED, problems
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import swe_rows  # noqa: E402
@@ -53,6 +53,14 @@ def segmented(row, mode: str, tokenizer: str = "demo", **overrides):
 
 def unmarked(turn) -> bool:
     return "weight" not in turn and "train" not in turn
+
+
+def answered_next(native, call, following) -> bool:
+    """Whether the next segment carries `call` with the input's result right after it."""
+    bare = [{key: v for key, v in t.items() if key != "train"} for t in following]
+    call = {key: v for key, v in call.items() if key != "train"}
+    return any(native[j] == call and native[j + 1:j + 2] == bare[i + 1:i + 2]
+               for j in range(len(native) - 1) for i in range(len(bare) - 1) if bare[i] == call)
 
 
 def check(row, result, cfg, counter: TokenCounter = COUNTER) -> None:
@@ -87,9 +95,10 @@ def check(row, result, cfg, counter: TokenCounter = COUNTER) -> None:
             assert views[0] == fmt.turns(native)[0] or views[0].text.startswith(fmt.turns(native)[0].text)
         if fmt.alternation:
             assert alternation_parity([v.role for v in views]) is not None
-            assert not problems(turns, fmt)[RESULT_WITHOUT_CALL]
-        else:
-            assert not problems(turns, fmt) - problems(native, fmt), k
+        continued = bool(fmt.alternation) and k < n - 1  # may end on a call the next segment answers
+        assert not problems(turns, fmt, continued) - problems(native, fmt), k
+        if continued and problems(turns, fmt)[CALL_UNANSWERED] > problems(native, fmt)[CALL_UNANSWERED]:
+            assert answered_next(native, turns[-1], fmt.native_turns(result.rows[k + 1]))
     assert trained == gpt_in  # each input assistant turn trained once, in order, verbatim
     texts = [v.text for out in result.rows for v in fmt.turns(fmt.native_turns(out))]
     for v in fmt.turns(native):
