@@ -160,8 +160,8 @@ class Segmenter:
         measured = await self._measured(row, end)
         passes = self._passes(row.cost(head, t))
         out, metrics, best = await passes.run(row.native[:end], row.fmt, row.turns[:end], measured,
-                                                   replace(p, total_tokens=measured.total), None, previous,
-                                                   max(0, upto - head))
+                                              replace(p, total_tokens=measured.total), None, previous,
+                                              max(0, upto - head))
         if best is None:
             return None, None, metrics
         t = best.plan.end
