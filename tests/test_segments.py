@@ -1,5 +1,7 @@
 """compression.segments on SWE-agent-like rows (scripts/swe_rows.py) and the sample rows, at a target about a
-quarter of their length, counted by turns and by the demo tokenizer's chat template: every segment fits,
+quarter of their length, counted by turns and by the chat templates of the demo tokenizer and of Qwen3 (which
+drops <think> before the last user query and folds tool answers into user turns): every segment fits as the
+tokenizer's own template renders it,
 every assistant turn is trained exactly once, in order, verbatim; every human turn is in some row; every
 row is valid in its dialect; later segments open with the head and one summary turn."""
 
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import DEMO_TOKENIZER, SAMPLES
+from test_fits import qwen3_folder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -19,35 +22,48 @@ from trajcomp.core.compressor import TrajectoryCompressor
 from trajcomp.core.config import CompressionConfig
 from trajcomp.core.planner import alternation_parity
 from trajcomp.core.rows import RowSchema
-from trajcomp.core.tokens import TokenCounter, lengths_for
-from trajcomp.core.validity import RESULT_WITHOUT_CALL, problems
+from trajcomp.core.tokens import TokenCounter
+from trajcomp.core.validity import CALL_UNANSWERED, problems
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import swe_rows  # noqa: E402
 
 COUNTER = TokenCounter(str(DEMO_TOKENIZER))
+COUNTERS = {"demo": COUNTER, "qwen3": TokenCounter(str(qwen3_folder()))}
 MODES = ("turns", "chat_template")
 
 
-def length(row, mode: str) -> int:
+def length(row, mode: str, counter: TokenCounter = COUNTER) -> int:
+    """The row's length as the trainer counts it: its turns' tokens, or the template's own rendering."""
     fmt = RowSchema().adapter(row)
     native = fmt.native_turns(row)
+    if mode == "turns":
+        return sum(counter.count([t.text for t in fmt.turns(native)]))
     messages = fmt.chat_messages(native, CompressionConfig().chat_roles)
-    return lengths_for(mode, COUNTER).measure([t.text for t in fmt.turns(native)], messages, None).total
+    return len(counter._tokenizer.apply_chat_template(messages, tokenize=True, return_dict=False))
 
 
-def segmented(row, mode: str, **overrides):
-    target = max(length(row, mode) // 4, 1200)
-    cfg = CompressionConfig(tokenizer_name=str(DEMO_TOKENIZER), segments=True, count_mode=mode,
+def segmented(row, mode: str, tokenizer: str = "demo", **overrides):
+    counter = COUNTERS[tokenizer]
+    target = max(length(row, mode, counter) // 4, 1200)
+    cfg = CompressionConfig(tokenizer_name=counter.name, segments=True, count_mode=mode,
                             target_max_tokens=target, summary_target_tokens=target // 6, **overrides)
-    return asyncio.run(TrajectoryCompressor(cfg, counter=COUNTER).compress_row(row)), cfg
+    return asyncio.run(TrajectoryCompressor(cfg, counter=counter).compress_row(row)), cfg, counter
 
 
 def unmarked(turn) -> bool:
     return "weight" not in turn and "train" not in turn
 
 
-def check(row, result, cfg) -> None:
+def answered_next(native, call, following) -> bool:
+    """Whether the next segment carries `call` with the input's result right after it."""
+    bare = [{key: v for key, v in t.items() if key != "train"} for t in following]
+    call = {key: v for key, v in call.items() if key != "train"}
+    return any(native[j] == call and native[j + 1:j + 2] == bare[i + 1:i + 2]
+               for j in range(len(native) - 1) for i in range(len(bare) - 1) if bare[i] == call)
+
+
+def check(row, result, cfg, counter: TokenCounter = COUNTER) -> None:
     """The promises every segmented row keeps (the module's docstring)."""
     assert not result.rejected, result.detail
     fmt = RowSchema().adapter(row)
@@ -61,8 +77,12 @@ def check(row, result, cfg) -> None:
         turns = fmt.native_turns(out)
         views = fmt.turns(turns)
         metrics = out["compression_metrics"]
-        if not metrics.get("segment_cannot_fit", metrics["cannot_fit"]):
-            assert length(out, cfg.count_mode) <= cfg.target_max_tokens
+        size = length(out, cfg.count_mode, counter)
+        if "segment_tokens" in metrics:  # counted exactly as the trainer counts it; flagged exactly when over
+            assert metrics["segment_tokens"] == size
+            assert metrics["segment_cannot_fit"] == (size > cfg.target_max_tokens)
+        elif not metrics["cannot_fit"]:
+            assert size <= cfg.target_max_tokens
         for turn, view in zip(turns, views):
             if view.role == "gpt" and unmarked(turn):
                 trained.append(turn)
@@ -75,9 +95,10 @@ def check(row, result, cfg) -> None:
             assert views[0] == fmt.turns(native)[0] or views[0].text.startswith(fmt.turns(native)[0].text)
         if fmt.alternation:
             assert alternation_parity([v.role for v in views]) is not None
-            assert not problems(turns, fmt)[RESULT_WITHOUT_CALL]
-        else:
-            assert not problems(turns, fmt) - problems(native, fmt), k
+        continued = bool(fmt.alternation) and k < n - 1  # may end on a call the next segment answers
+        assert not problems(turns, fmt, continued) - problems(native, fmt), k
+        if continued and problems(turns, fmt)[CALL_UNANSWERED] > problems(native, fmt)[CALL_UNANSWERED]:
+            assert answered_next(native, turns[-1], fmt.native_turns(result.rows[k + 1]))
     assert trained == gpt_in  # each input assistant turn trained once, in order, verbatim
     texts = [v.text for out in result.rows for v in fmt.turns(fmt.native_turns(out))]
     for v in fmt.turns(native):
@@ -85,13 +106,14 @@ def check(row, result, cfg) -> None:
             assert any(v.text in text for text in texts)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=16, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(dialect=st.sampled_from(("hermes", "openai", "llamafactory")), mode=st.sampled_from(MODES),
-       seed=st.integers(0, 10_000), steps=st.integers(8, 40), last_n=st.integers(0, 6))
-def test_swe_like_rows_become_segments_that_keep_every_promise(dialect, mode, seed, steps, last_n):
+       tokenizer=st.sampled_from(tuple(COUNTERS)), seed=st.integers(0, 10_000), steps=st.integers(8, 40),
+       last_n=st.integers(0, 6))
+def test_swe_like_rows_become_segments_that_keep_every_promise(dialect, mode, tokenizer, seed, steps, last_n):
     row = swe_rows.row(dialect, seed, steps)
-    result, cfg = segmented(row, mode, protect_last_n_turns=last_n)
-    check(row, result, cfg)
+    result, cfg, counter = segmented(row, mode, tokenizer, protect_last_n_turns=last_n)
+    check(row, result, cfg, counter)
     assert result.metrics.segments == len(result.rows) >= 2
     assert len(result.examples) == result.metrics.summaries == len(result.rows) - 1
 
@@ -101,7 +123,7 @@ def test_swe_like_rows_become_segments_that_keep_every_promise(dialect, mode, se
 def test_the_sample_rows_become_segments_that_keep_every_promise(name, mode):
     rows = [json.loads(line) for line in (SAMPLES / name).read_text(encoding="utf-8").splitlines()][:6]
     for row in rows:
-        result, cfg = segmented(row, mode)
+        result, cfg, _ = segmented(row, mode)
         check(row, result, cfg)
         if not result.metrics.cannot_fit:
             assert result.metrics.assistant_tokens_trained == result.metrics.assistant_tokens
@@ -117,8 +139,8 @@ def test_a_row_under_the_target_is_one_row_with_its_segment_field():
 
 def test_the_train_field_is_configurable_and_openai_rows_use_weight():
     row = swe_rows.row("hermes", 5, 30)
-    result, _ = segmented(row, "turns", train_field="trainable")
+    result, _, _ = segmented(row, "turns", train_field="trainable")
     later = result.rows[1]["conversations"]
     assert any(t.get("trainable") is False for t in later) and not any("train" in t for t in later)
-    result, _ = segmented(swe_rows.row("openai", 5, 30), "turns")
+    result, _, _ = segmented(swe_rows.row("openai", 5, 30), "turns")
     assert any(m.get("weight") == 0 and m["role"] == "assistant" for m in result.rows[1]["messages"])

@@ -7,6 +7,7 @@ import asyncio
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import DEMO_TOKENIZER
 
 from trajcomp.core.compressor import RowResult, TrajectoryCompressor
@@ -34,7 +35,7 @@ def test_a_row_under_the_target_is_one_row_every_assistant_token_trained():
     result = compress(row, target_max_tokens=100_000, summary_target_tokens=500)
     assert result.rows == (result.row,) and result.row["id"] == 1
     m = result.metrics
-    assert (m.segments, m.summaries) == (1, 0)
+    assert (m.segments, m.summaries) == (1, 0) and result.examples == ()
     assert m.assistant_tokens == gpt_tokens(row) > 0
     assert m.assistant_tokens_trained == m.assistant_tokens
 
@@ -44,10 +45,27 @@ def test_a_compressed_row_trains_only_what_it_kept_and_used_one_summary():
     result = compress(row, target_max_tokens=4000, summary_target_tokens=500)
     m = result.metrics
     assert m.was_compressed and (m.segments, m.summaries) == (1, 1)
+    # the summary it used, as a training example: the turns it replaced asked for, the summary answered
+    (example,) = result.examples
+    assert example.segment == 0 and example.summary
+    assert sum(example.summary in t["value"] for t in result.row["conversations"]) == 1
+    asked = example.messages[-1]["content"]
+    assert [m["role"] for m in example.messages] == ["system", "user"]
+    assert row["conversations"][5]["value"] in asked and row["conversations"][-1]["value"] not in asked
     assert m.assistant_tokens == gpt_tokens(row)
     # the output's assistant turns are the input's kept ones (the share is rounded to 4 places)
     assert 0 < m.assistant_tokens_trained < m.assistant_tokens
     assert abs(m.assistant_tokens_trained - gpt_tokens(result.row)) <= 1 + m.assistant_tokens // 10_000
+
+
+@pytest.mark.parametrize("prune", [False, True])
+def test_every_plain_row_has_one_example_per_summary_its_output_holds(prune):
+    for seed, steps in ((6, 12), (7, 30), (8, 45)):
+        result = compress(swe_rows.row("hermes", seed, steps), target_max_tokens=4000, summary_target_tokens=500,
+                          prune=prune)
+        assert len(result.examples) == result.metrics.summaries
+        for e in result.examples:
+            assert any(e.summary in t["value"] for t in result.row["conversations"])
 
 
 def test_chat_template_rows_under_the_target_count_their_assistant_tokens_too():

@@ -15,8 +15,10 @@ from openai_server import ServerThread
 
 from trajcomp.core.compressor import TrajectoryCompressor
 from trajcomp.core.config import CompressionConfig
+from trajcomp.core.rows import RowSchema
 from trajcomp.core.summary_turn import USERS_HEAD
 from trajcomp.core.tokens import TokenCounter
+from trajcomp.core.validity import problems
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import swe_rows  # noqa: E402
@@ -94,6 +96,12 @@ def test_a_live_compaction_is_updated_never_the_users_words_and_the_notice_not_d
         assert len(ours) == 1 and "FACT-7777" in ours[0]
         assert "[CONTEXT COMPACTION" not in ours[0].partition(USERS_HEAD)[2]  # not among the user's words
         assert texts[0] == live_row()["conversations"][0]["value"]  # the live note stands for the notice
+    # one example per summary the output used, as the server was asked for it, its answer in its row
+    assert len(result.examples) == result.metrics.summaries >= 1
+    assert segments or len(result.examples) == 1
+    for e in result.examples:
+        assert e.messages in [b["messages"] for b in bodies]
+        assert any(e.summary in t["value"] for t in result.rows[e.segment]["conversations"])
 
 
 def stated(body) -> int:
@@ -123,3 +131,37 @@ def test_tail_tokens_carries_whole_turns_within_the_budget(server):
             assert sum(COUNTER.count([t["value"] for t in tail])) <= budget
         carried[budget] = sum(out["compression_metrics"]["turns_carried"] for out in result.rows[1:])
     assert carried[1500] > carried[300]
+
+
+def assistant_live_row(dialect: str) -> dict:
+    """A live agent's compaction in the assistant's role, right after the task's human turn."""
+    row = swe_rows.row(dialect, 15, 40)
+    fmt = RowSchema().adapter(row)
+    native = fmt.native_turns(row)
+    at = [t.role for t in fmt.turns(native)].index("human") + 1
+    return fmt.with_turns(row, [*native[:at], fmt.make_turn("gpt", LIVE), *native[at:]])
+
+
+@pytest.mark.parametrize("dialect", ["hermes", "openai"])
+@pytest.mark.parametrize("segments", [False, True])
+def test_a_live_compaction_in_the_assistants_role_joins_the_users_turn_before_it(server, dialect, segments):
+    server.reset()
+    server.set_faults(copy_facts=True)
+    row = assistant_live_row(dialect)
+    fmt = RowSchema().adapter(row)
+    native = fmt.native_turns(row)
+    task = fmt.turns(native)[1].text
+    result = compress(server, row, segments=segments)
+    trained = []
+    for k, out in enumerate(result.rows):
+        turns = fmt.native_turns(out)
+        views = fmt.turns(turns)
+        assert not problems(turns, fmt) - problems(native, fmt)  # never two user turns in a row
+        assert views[1].role == "human" and views[1].text.startswith(task)  # the user's words whole, first
+        live = [t for t, v in zip(turns, views) if v.text.startswith("[CONTEXT COMPACTION")]
+        assert all(t.get("train", t.get("weight")) in (False, 0) for t in live) if segments else not live
+        ours = [v.text for v in views if "[CONTEXT SUMMARY]:" in v.text]
+        assert len(ours) == (k > 0 or not segments) and all("FACT-7777" in t for t in ours)
+        trained += [t for t, v in zip(turns, views) if v.role == "gpt" and "train" not in t and "weight" not in t]
+    if segments:  # the live summary is no agent's turn: trained nowhere, every other assistant turn once
+        assert trained == [t for t, v in zip(native, fmt.turns(native)) if v.role == "gpt" and v.text != LIVE]

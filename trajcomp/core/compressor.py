@@ -14,7 +14,7 @@ from . import compaction
 from .assembly import Assembler
 from .config import CompressionConfig
 from .metrics import Outcome, RowMetrics, assistant_share
-from .passes import Passes, plan_region, unchanged
+from .passes import Attempt, Passes, plan_region, unchanged
 from .planner import Decision, Plan, PlanParams
 from .prune_fit import Pruned, Pruner, summary_avoided, with_pruning
 from .row_result import RowResult, SummaryExample  # noqa: F401  (named with the compressor)
@@ -91,15 +91,17 @@ class TrajectoryCompressor:
         try:
             if self.config.segments:
                 return await self._segmented(row, adapter, native)
-            turns, metrics = await self.compress_turns(native, adapter)
+            turns, metrics, kept = await self._compress_turns(native, adapter)
         except (SummaryPending, SummarizerUnavailable):  # batch mode's wait, or a dead endpoint: the engine's
             raise
         except Exception as exc:  # one row's surprise must not stop a run of a million: reject it, named
             return RowResult.reject("internal_error", f"{type(exc).__name__}: {exc}")
-        return self._one_row(row, adapter, native, turns, metrics)
+        return self._one_row(row, adapter, native, turns, metrics, kept=kept)
 
-    def _one_row(self, row, adapter, native, turns, metrics: RowMetrics, segment: str | None = None) -> RowResult:
-        """The row with its turns compressed, or why it is rejected; with its lineage field under `segment`."""
+    def _one_row(self, row, adapter, native, turns, metrics: RowMetrics, segment: str | None = None,
+                 kept: Attempt | None = None) -> RowResult:
+        """The row with its turns compressed, or why it is rejected; with its lineage field under `segment`,
+        and the summary of the pass it `kept` as its one example."""
         rejected = self._rejected(metrics)
         if rejected is not None:
             return rejected
@@ -108,7 +110,8 @@ class TrajectoryCompressor:
             out = with_lineage(out, segment, 0, 1)
         if self.config.metrics_per_trajectory:
             out["compression_metrics"] = metrics.to_dict()
-        return RowResult((out,), metrics)
+        examples = () if kept is None else (self.sourcing.example(kept.request, kept.sourced.summary.text, 0),)
+        return RowResult((out,), metrics, examples=examples)
 
     def _rejected(self, metrics: RowMetrics) -> RowResult | None:
         if metrics.outcome is Outcome.FAILED and self.config.on_failure == "reject":
@@ -123,7 +126,7 @@ class TrajectoryCompressor:
         target, field = self.config.target_max_tokens, self.config.segment_field
         measured = await self._measure(native, adapter, turns, costs_above=0)
         if measured.total <= target:
-            out, metrics = await self._plain(native, adapter, turns, measured)
+            out, metrics, _ = await self._plain(native, adapter, turns, measured)  # under the target: no summary
             metrics = await self._with_assistant_tokens(metrics, turns, measured)
             return self._one_row(row, adapter, native, out, metrics, field)
         walked = Row(native, adapter, turns, measured, self.config.summary_prefix)
@@ -147,16 +150,17 @@ class TrajectoryCompressor:
 
     async def compress_turns(self, native: list[dict[str, Any]], fmt=SHAREGPT) -> tuple[list[dict[str, Any]], RowMetrics]:
         """Compress validated turns of any row format (rows.py, openai_rows.py); the input is never mutated."""
-        out, metrics = await self._compress_turns(native, fmt)
-        if self.pruner is not None and metrics.pruned_outputs is None:  # pruning on: every row says what it pruned
-            metrics = replace(metrics, pruned_outputs=0)
+        out, metrics, _ = await self._compress_turns(native, fmt)
         return out, metrics
 
     async def _compress_turns(self, native, fmt):
+        """`compress_turns`, and the pass whose summary the output holds (None: it holds none)."""
         turns = fmt.turns(native)
         measured = await self._measure(native, fmt, turns, costs_above=self.config.target_max_tokens)
-        out, metrics = await self._plain(native, fmt, turns, measured)
-        return out, await self._with_assistant_tokens(metrics, turns, measured)
+        out, metrics, kept = await self._plain(native, fmt, turns, measured)
+        if self.pruner is not None and metrics.pruned_outputs is None:  # pruning on: every row says what it pruned
+            metrics = replace(metrics, pruned_outputs=0)
+        return out, await self._with_assistant_tokens(metrics, turns, measured), kept
 
     async def _with_assistant_tokens(self, metrics: RowMetrics, turns: Sequence[Turn], measured: Measured) -> RowMetrics:
         """The input's assistant tokens (its turns' costs; the texts counted when a template's row under the
@@ -170,20 +174,20 @@ class TrajectoryCompressor:
         return replace(metrics, assistant_tokens=total, assistant_tokens_trained=trained, summaries=summaries)
 
     async def _plain(self, native, fmt, turns: list[Turn], measured: Measured):
+        """The row compressed without segments, its metrics, and the pass it kept (None: no summary)."""
         target = self.config.target_max_tokens
         if measured.total <= target:
-            return native, unchanged(Outcome.SKIPPED_UNDER_TARGET, turns, measured, target, None)
+            return native, unchanged(Outcome.SKIPPED_UNDER_TARGET, turns, measured, target, None), None
         pruned = await self.pruner.fit(native, fmt, turns, measured) if self.pruner is not None else None
         if pruned is not None:
-            out, metrics = await self._summarize_pruned(fmt, turns, measured, pruned)
-            return out, with_pruning(metrics, measured, pruned)
+            out, metrics, kept = await self._summarize_pruned(fmt, turns, measured, pruned)
+            return out, with_pruning(metrics, measured, pruned), kept
         p = plan_region(self.params, turns, measured, fmt)
         if p.decision is not Decision.COMPRESS:
             region = (p.start, p.end) if p.decision is Decision.NO_NET_SAVINGS else None
-            return native, unchanged(_UNCHANGED[p.decision], turns, measured, target, region, cannot_fit=True)
+            return native, unchanged(_UNCHANGED[p.decision], turns, measured, target, region, cannot_fit=True), None
         p, previous, covered = updating(turns, p, self.config.summary_prefix)
-        out, metrics, _ = await self.passes.run_kept(native, fmt, turns, measured, p, None, previous, covered)
-        return out, metrics
+        return await self.passes.run(native, fmt, turns, measured, p, None, previous, covered)
 
     async def _summarize_pruned(self, fmt, turns: list[Turn], measured: Measured, pruned: Pruned):
         """A pruned row as it is when it fits, else summarized: the region planned on its stubbed length (the
@@ -194,11 +198,11 @@ class TrajectoryCompressor:
             n, plain = len(turns), plan_region(self.params, turns, measured, fmt).decision
             return pruned.native, RowMetrics(Outcome.COMPRESSED, now.total, now.total, n, n, target,
                                              assistant_tokens_kept=kept,
-                                             summary_avoided=summary_avoided(pruned, target, plain))
+                                             summary_avoided=summary_avoided(pruned, target, plain)), None
         p = plan_region(self.params, turns, now, fmt)
         if p.decision is not Decision.COMPRESS:
             region = (p.start, p.end) if p.decision is Decision.NO_NET_SAVINGS else None
-            return pruned.native, unchanged(_UNCHANGED[p.decision], turns, now, target, region, cannot_fit=True)
+            return pruned.native, unchanged(_UNCHANGED[p.decision], turns, now, target, region, cannot_fit=True), None
         return await self.passes.run(pruned.native, fmt, turns, now, p, original=measured)
 
     async def _measure(self, native, fmt, turns: Sequence[Turn], costs_above: int | None) -> Measured:

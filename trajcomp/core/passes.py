@@ -83,14 +83,9 @@ class Passes:
         self.sourcing, self.assembler = sourcing, assembler
 
     async def run(self, native, fmt, turns: Sequence[Turn], measured: Measured, p: Plan,
-                  original: Measured | None = None):
-        """The compressed turns and their metrics, or the row as it was when no summary could be had."""
-        out, metrics, _ = await self.run_kept(native, fmt, turns, measured, p, original)
-        return out, metrics
-
-    async def run_kept(self, native, fmt, turns: Sequence[Turn], measured: Measured, p: Plan,
-                       original: Measured | None = None, previous: str | None = None, covered: int = 0):
-        """`run`, and the pass whose row was kept (None when the row is as it was).
+                  original: Measured | None = None, previous: str | None = None, covered: int = 0):
+        """The compressed turns, their metrics, and the pass whose row was kept; the row as it was when no
+        summary could be had or none saved anything (then no pass: None).
 
         A pruned row (core/prune_fit.py) is `native` and `measured` with its stubs, while `turns` and
         `original` are the input's: summaries are written from the original turns, never from stubs.

@@ -25,8 +25,6 @@ from .sourcing import Sourcing
 from .tokens import Measured, TokenCounter
 from .turn import Turn
 
-EXAMPLE_SYSTEM = "Summarize the turns below for the agent that continues this session."
-
 
 @dataclass
 class Segment:
@@ -108,7 +106,7 @@ class Segmenter:
                 out.passes.append(metrics)
                 previous, upto = example.summary, seg.body_from
                 tokens = await self._fits(row, seg, c)
-            seg = self._extended(row, seg, c, tokens)
+            seg = await self._extended(row, seg, c, tokens)
         out.segments.append(seg)
         return out
 
@@ -121,11 +119,11 @@ class Segmenter:
             head = protected_bounds(row.roles, replace(self.params, protect_last_n_turns=0))[0]
         return min([head, *row.summaries])
 
-    def _extended(self, row: Row, seg: Segment, c: int, tokens: int | None) -> Segment:
+    async def _extended(self, row: Row, seg: Segment, c: int, tokens: int | None) -> Segment:
         """`seg` with the group up to `c`; one that does not fit even so is there, flagged."""
-        if tokens is None:
-            tokens = seg.tokens + row.cost(seg.end, c)  # its exact length does not matter: it is over
         native = seg.native + [dict(t) for t in row.native[seg.end:c]]
+        if tokens is None:  # over: counted whole, since the turns' sum misses the template's closing pieces
+            tokens = await self._tokens(row, native)
         return replace(seg, native=native, origins=seg.origins + list(range(seg.end, c)), end=c, tokens=tokens,
                        cannot_fit=seg.cannot_fit or tokens > self.config.target_max_tokens)
 
@@ -152,32 +150,35 @@ class Segmenter:
     async def _compact(self, row: Row, seg: Segment, head: int, previous: str | None, upto: int, index: int):
         """The row after `seg`: head, summary, carried tail; with the summary's example and its metrics.
         (None, None, metrics) when no summary could be had."""
-        t = self._tail_start(row, seg)
-        end = seg.end + (t == seg.end and seg.end < len(row.roles) and row.roles[seg.end] == "human" and not row.join)
-        p = Plan(Decision.COMPRESS, 0, head, t, row.cost(head, t), merge_into_next=not row.join and t < end
-                 and row.roles[t] == "human", merge_into_prev=row.join, limit=t)
+        # the summary joins the head's user turn in an alternation, and where the head ends on a user turn (a
+        # live summary in the assistant's role follows it): never two user turns in a row
+        joins = row.join or row.roles[head - 1] == "human"
+        t = self._tail_start(row, seg, joins)
+        end = seg.end + (t == seg.end and seg.end < len(row.roles) and row.roles[seg.end] == "human" and not joins)
+        p = Plan(Decision.COMPRESS, 0, head, t, row.cost(head, t), merge_into_next=not joins and t < end
+                 and row.roles[t] == "human", merge_into_prev=joins, limit=t)
         measured = await self._measured(row, end)
         passes = self._passes(row.cost(head, t))
-        out, metrics, best = await passes.run_kept(row.native[:end], row.fmt, row.turns[:end], measured,
-                                                   replace(p, total_tokens=measured.total), None, previous,
-                                                   max(0, upto - head))
+        out, metrics, best = await passes.run(row.native[:end], row.fmt, row.turns[:end], measured,
+                                              replace(p, total_tokens=measured.total), None, previous,
+                                              max(0, upto - head))
         if best is None:
             return None, None, metrics
         t = best.plan.end
-        origins = list(range(head)) + ([] if row.join or best.plan.merge_into_next else [-1]) + list(range(t, end))
+        origins = list(range(head)) + ([] if joins or best.plan.merge_into_next else [-1]) + list(range(t, end))
         made = Segment(out, origins, seg.end, t, end, best.tokens, t - head, seg.end - t)
-        example = SummaryExample(self._messages(best.request), best.sourced.summary.text, index)
+        example = self.sourcing.example(best.request, best.sourced.summary.text, index)
         return made, example, metrics
 
-    def _tail_start(self, row: Row, seg: Segment) -> int:
+    def _tail_start(self, row: Row, seg: Segment, joins: bool) -> int:
         """Where the carried tail starts: `tail_tokens` of whole groups, else `last_n_turns` turns at least;
-        at an assistant turn in an alternation; after the turns the previous summary covers."""
+        at an assistant turn where the summary `joins` a user turn; after the turns the previous summary covers."""
         roles, end = row.roles, seg.end
 
         def starts_tail(t: int) -> bool:
             if t == end:  # no tail: the next group follows the summary
-                return not row.join
-            return roles[t] == "gpt" if row.join else roles[t] != "tool"
+                return not row.join and not (joins and end < len(roles) and roles[end] == "human")
+            return roles[t] == "gpt" if joins else roles[t] != "tool"
 
         # the summary must have more than the user's words to cover (those it carries verbatim)
         said = next((i for i in range(seg.body_from, end) if roles[i] != "human"), end)
@@ -207,11 +208,3 @@ class Segmenter:
         cfg = cfg.replace(summary_target_tokens=max(1, min(budget, cfg.target_max_tokens // 2)))
         params = replace(self.params, summary_tokens=cfg.summary_target_tokens)
         return Passes(cfg, self.counter, self.lengths, params, self.sourcing, Assembler(cfg, self.counter))
-
-    def _messages(self, request) -> list[dict[str, str]]:
-        """The summarizer's request as chat messages: its own, or the turns under a plain instruction."""
-        body = self.sourcing.summarizer.request_body(request)
-        if body and isinstance(body.get("messages"), list):
-            return [{"role": m["role"], "content": m["content"]} for m in body["messages"]]
-        turns = "\n\n".join(f"[{t.role}]\n{t.text}" for t in request.turns)
-        return [{"role": "system", "content": EXAMPLE_SYSTEM}, {"role": "user", "content": turns}]
