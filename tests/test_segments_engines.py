@@ -238,3 +238,18 @@ def test_the_segments_flag_and_a_bad_examples_file(reference, tmp_path):
     assert done.code == 0, done.stderr
     written = read_jsonl(tmp_path / "seg.jsonl")
     assert len(written) > ROWS and {r["id"] for r in written} == {r["id"] for r in rows}
+
+
+def test_the_config_key_writes_the_examples_the_flag_does(reference, tmp_path):
+    src = reference[0]
+    flags = ["compress", str(src), "--tokenizer", str(DEMO_TOKENIZER), "--target-max-tokens", "6000",
+             "--summary-target-tokens", "200", "--segments", "-q"]
+    by_flag = run_cli(*flags, "-o", str(tmp_path / "a" / "out.jsonl"), "--summary-examples",
+                      str(tmp_path / "a" / "examples.jsonl"))
+    cfg = tmp_path / "examples.yaml"
+    cfg.write_text(f"output:\n  summary_examples: {tmp_path / 'b' / 'examples.jsonl'}\n", encoding="utf-8")
+    by_key = run_cli(*flags, "-o", str(tmp_path / "b" / "out.jsonl"), "-c", str(cfg))
+    assert by_flag.code == 0 and by_key.code == 0, by_flag.stderr + by_key.stderr
+    examples = (tmp_path / "b" / "examples.jsonl").read_bytes()
+    assert examples and examples == (tmp_path / "a" / "examples.jsonl").read_bytes()
+

@@ -129,7 +129,7 @@ def _compress_command(flags) -> None:
         staged = stage(flags.inputs, flags.output, lazy)
         layout = staged.localize(resolve(staged.inputs, staged.output, cfg, _dotted(flags.output_format), shard,
                                          staged.listed))
-        layout = with_examples(layout, flags.summary_examples)
+        layout = with_examples(layout, cfg.summary_examples_file)
         options = RunOptions(selection, flags.quiet or flags.as_json, flags.checkpoint_rows, flags.restart)
         counter = TokenCounter.for_config(cfg)
     except (ConfigError, TokenizerLoadError) as exc:

@@ -101,7 +101,8 @@ OutputFormat = Annotated[Optional[str], typer.Option(
 )]
 SummaryExamples = Annotated[Optional[str], typer.Option(
     help="Also write every summary the output used as a training row (a local .jsonl): the summarizer's request "
-        "and the summary as the assistant turn, in the rows' dialect, with the source row's id and segment.",
+        "and the summary as the assistant turn, in the rows' dialect, with the source row's id and segment "
+        "(output.summary_examples).",
 )]
 SamplePercent = Annotated[float, typer.Option(
     help="Take a deterministic sample of this percent of rows.", min=0, max=100,

@@ -115,6 +115,8 @@ class CompressionConfig:
     on_failure: str = "keep"
     max_consecutive_failures: int = 50
     max_rows_in_memory: int = 1000
+    # every summary the output used, as a training row (a local .jsonl; --summary-examples); None: not written
+    summary_examples_file: str | None = None
     # metrics
     metrics_enabled: bool = True
     metrics_per_trajectory: bool = True
@@ -129,10 +131,12 @@ class CompressionConfig:
 
     def to_sections(self) -> dict[str, dict[str, Any]]:
         """The effective config in the YAML section layout (for the report and resume fingerprints);
-        the pruning keys only when pruning is on, so that runs without it keep their reports' bytes."""
+        the pruning and segment keys only when they are on, and the examples file only when set, so that
+        runs without them keep their reports' bytes."""
         return {
             section: {key: getattr(self, name) for key, name in keys.items()
-                      if (self.prune or not name.startswith("prune")) and (self.segments or name not in SEGMENT_KEYS)}
+                      if (self.prune or not name.startswith("prune")) and (self.segments or name not in SEGMENT_KEYS)
+                      and (name != "summary_examples_file" or self.summary_examples_file is not None)}
             for section, keys in LAYOUT.items()
         }
 

@@ -349,9 +349,9 @@ def with_examples(layout: Layout, name: str | None) -> Layout:
     if name is None:
         return layout
     if not name.endswith(".jsonl") or is_uri(name):
-        raise ConfigError(f"--summary-examples must name a local .jsonl file, got {name}")
+        raise ConfigError(f"--summary-examples (output.summary_examples) must name a local .jsonl file, got {name}")
     path = Path(name)
     taken = {p.resolve() for job in layout.files for p in (job.input, job.output)}
     if path.resolve() in taken | {layout.rejects.resolve(), layout.report.resolve()}:
-        raise ConfigError(f"--summary-examples {path} would overwrite one of the run's inputs or outputs")
+        raise ConfigError(f"--summary-examples (output.summary_examples) {path} would overwrite one of the run's inputs or outputs")
     return replace(layout, examples=path)
