@@ -16,6 +16,7 @@ import pytest
 from conftest import DEMO_TOKENIZER, ROOT, machine_lock, read_jsonl, run_cli, write_jsonl
 from openai_server import ServerThread
 from test_hf import hf_offline  # noqa: F401 (a fixture: datasets offline)
+from test_prune_engines import engine_config
 from test_resume import cached_summaries, freeze, start, thaw, wait_for_parts
 
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -26,14 +27,7 @@ ROWS = 8
 
 
 def config(folder: Path, url: str) -> Path:
-    path = folder / "segments.yaml"
-    path.write_text(
-        f"tokenizer:\n  name: {DEMO_TOKENIZER}\n"
-        "compression:\n  target_max_tokens: 6000\n  summary_target_tokens: 200\n  segments: true\n"
-        f"summarization:\n  summarizer: openai\n  base_url: {url}\n  model: test-model\n"
-        "  api_key_env: TRAJCOMP_TEST_NO_KEY\n  retry_delay: 0.01\n  batch_poll_seconds: 0.05\n"
-        "processing:\n  max_concurrent_requests: 2\n", encoding="utf-8")
-    return path
+    return engine_config(folder / "segments.yaml", url, "summary_target_tokens: 200\n  segments: true")
 
 
 def compress_args(src: Path, out: Path, url: str, *extra: str) -> list[str]:
