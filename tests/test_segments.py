@@ -3,7 +3,9 @@ quarter of their length, counted by turns and by the chat templates of the demo 
 drops <think> before the last user query and folds tool answers into user turns): every segment fits as the
 tokenizer's own template renders it,
 every assistant turn is trained exactly once, in order, verbatim; every human turn is in some row; every
-row is valid in its dialect; later segments open with the head and one summary turn."""
+row is valid in its dialect; later segments open with the head and one summary turn; a segment is flagged
+cannot_fit only when it carries no tail (one assistant turn in an alternation) and its head, its summary at
+its budget and its group are over the target."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from trajcomp.core.compressor import TrajectoryCompressor
 from trajcomp.core.config import CompressionConfig
 from trajcomp.core.planner import alternation_parity
 from trajcomp.core.rows import RowSchema
-from trajcomp.core.tokens import TokenCounter
+from trajcomp.core.tokens import TemplateLengths, TokenCounter
 from trajcomp.core.validity import CALL_UNANSWERED, problems
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
@@ -63,6 +65,34 @@ def answered_next(native, call, following) -> bool:
                for j in range(len(native) - 1) for i in range(len(bare) - 1) if bare[i] == call)
 
 
+def summary_out(out, native, fmt, prefix: str):
+    """`out` without its summary: a turn of its own dropped, or cut from the turn it joined or opened; and
+    whether it stood alone."""
+    turns = fmt.native_turns(out)
+    views = fmt.turns(turns)
+    s = next(i for i, v in enumerate(views) if prefix in v.text)
+    text = views[s].text
+    if not text.startswith(prefix):  # it joined the head's user turn
+        return fmt.with_turns(out, turns[:s] + [fmt.with_text(turns[s], text[:text.index(prefix) - 2])] + turns[s + 1:]), False
+    opened = [v.text for v in fmt.turns(native) if v.role == "human" and text.endswith("\n\n" + v.text)]
+    if opened:
+        return fmt.with_turns(out, turns[:s] + [fmt.with_text(turns[s], opened[0])] + turns[s + 1:]), False
+    return fmt.with_turns(out, turns[:s] + turns[s + 1:]), True
+
+
+def unavoidable(out, native, fmt, cfg, counter: TokenCounter) -> bool:
+    """Whether a segment flagged cannot_fit had to be: the least tail its dialect allows, and its head, its
+    summary at its budget (with the template's markers around a turn of its own) and its group over the target."""
+    metrics = out["compression_metrics"]
+    if metrics["turns_carried"] > (1 if fmt.alternation else 0):
+        return False
+    if out["segment"]["index"] == 0:  # the head and the first group, no summary yet
+        return True
+    bare, alone = summary_out(out, native, fmt, cfg.summary_prefix)
+    markup = TemplateLengths(counter).turn_markup(cfg.chat_roles["human"]) if alone and cfg.count_mode != "turns" else 0
+    return length(bare, cfg.count_mode, counter) + cfg.summary_target_tokens + markup > cfg.target_max_tokens
+
+
 def check(row, result, cfg, counter: TokenCounter = COUNTER) -> None:
     """The promises every segmented row keeps (the module's docstring)."""
     assert not result.rejected, result.detail
@@ -81,6 +111,7 @@ def check(row, result, cfg, counter: TokenCounter = COUNTER) -> None:
         if "segment_tokens" in metrics:  # counted exactly as the trainer counts it; flagged exactly when over
             assert metrics["segment_tokens"] == size
             assert metrics["segment_cannot_fit"] == (size > cfg.target_max_tokens)
+            assert not metrics["segment_cannot_fit"] or unavoidable(out, native, fmt, cfg, counter), k
         elif not metrics["cannot_fit"]:
             assert size <= cfg.target_max_tokens
         for turn, view in zip(turns, views):
@@ -144,3 +175,32 @@ def test_the_train_field_is_configurable_and_openai_rows_use_weight():
     assert any(t.get("trainable") is False for t in later) and not any("train" in t for t in later)
     result, _, _ = segmented(swe_rows.row("openai", 5, 30), "turns")
     assert any(m.get("weight") == 0 and m["role"] == "assistant" for m in result.rows[1]["messages"])
+
+
+def fits_whole(row, mode: str, target: int) -> bool:
+    """Whether every group of the row can fit a segment: the default head (system, first request, first call
+    and its results), the default summary budget and the row's largest group within `target` (counted by turns,
+    with a margin for a template's markers)."""
+    fmt = RowSchema().adapter(row)
+    roles = [v.role for v in fmt.turns(fmt.native_turns(row))]
+    costs = COUNTER.count([v.text for v in fmt.turns(fmt.native_turns(row))])
+    head = next(i for i in range(roles.index("gpt") + 1, len(roles)) if roles[i] != "tool")
+    starts = [i for i in range(head, len(roles)) if roles[i] != "tool"] + [len(roles)]
+    group = max(sum(costs[a:b]) for a, b in zip(starts, starts[1:]))
+    return sum(costs[:head]) + CompressionConfig().summary_target_tokens + group <= target * 0.95
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_at_a_quarter_of_their_length_every_segment_fits_with_the_default_config(mode):
+    swe = [swe_rows.row(dialect, seed, 24 + 3 * seed) for dialect in ("hermes", "openai", "llamafactory")
+           for seed in range(4)]
+    samples = [json.loads(line) for name in ("hermes_coding_runs.jsonl", "hermes_research_runs.jsonl")
+               for line in (SAMPLES / name).read_text(encoding="utf-8").splitlines()]
+    rows = swe + [row for row in samples if fits_whole(row, mode, length(row, mode) // 4)]
+    assert len(rows) == len(swe) + 5  # the README says how many sample rows can fit whole
+    for row in rows:
+        target = length(row, mode) // 4
+        cfg = CompressionConfig(tokenizer_name=COUNTER.name, segments=True, count_mode=mode, target_max_tokens=target)
+        result = asyncio.run(TrajectoryCompressor(cfg, counter=COUNTER).compress_row(row))
+        assert all(length(out, mode) <= target for out in result.rows), row["id"]
+        assert result.metrics.assistant_tokens_trained == result.metrics.assistant_tokens

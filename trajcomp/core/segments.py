@@ -97,7 +97,7 @@ class Segmenter:
             tokens = await self._fits(row, seg, c)
             if tokens is None and seg.end > max(head, seg.new_from):
                 out.segments.append(seg)
-                made, example, metrics = await self._compact(row, seg, head, previous, upto, len(out.segments))
+                made, example, metrics = await self._compact(row, seg, head, c, previous, upto, len(out.segments))
                 if made is None:
                     out.failed = metrics
                     return out
@@ -147,18 +147,18 @@ class Segmenter:
         native = list(row.native[:head])
         return Segment(native, list(range(head)), at, at, at, await self._tokens(row, native))
 
-    async def _compact(self, row: Row, seg: Segment, head: int, previous: str | None, upto: int, index: int):
-        """The row after `seg`: head, summary, carried tail; with the summary's example and its metrics.
-        (None, None, metrics) when no summary could be had."""
+    async def _compact(self, row: Row, seg: Segment, head: int, c: int, previous: str | None, upto: int, index: int):
+        """The row after `seg`, made to take the group up to `c`: head, summary, carried tail; with the
+        summary's example and its metrics. (None, None, metrics) when no summary could be had."""
         # the summary joins the head's user turn in an alternation, and where the head ends on a user turn (a
         # live summary in the assistant's role follows it): never two user turns in a row
         joins = row.join or row.roles[head - 1] == "human"
-        t = self._tail_start(row, seg, joins)
+        t = self._tail_start(row, seg, head, c, joins)
         end = seg.end + (t == seg.end and seg.end < len(row.roles) and row.roles[seg.end] == "human" and not joins)
         p = Plan(Decision.COMPRESS, 0, head, t, row.cost(head, t), merge_into_next=not joins and t < end
                  and row.roles[t] == "human", merge_into_prev=joins, limit=t)
         measured = await self._measured(row, end)
-        passes = self._passes(row.cost(head, t))
+        passes = self._passes(self._budget(row.cost(head, t)))
         out, metrics, best = await passes.run(row.native[:end], row.fmt, row.turns[:end], measured,
                                               replace(p, total_tokens=measured.total), None, previous,
                                               max(0, upto - head))
@@ -170,9 +170,11 @@ class Segmenter:
         example = self.sourcing.example(best.request, best.sourced.summary.text, index)
         return made, example, metrics
 
-    def _tail_start(self, row: Row, seg: Segment, joins: bool) -> int:
+    def _tail_start(self, row: Row, seg: Segment, head: int, c: int, joins: bool) -> int:
         """Where the carried tail starts: `tail_tokens` of whole groups, else `last_n_turns` turns at least;
-        at an assistant turn where the summary `joins` a user turn; after the turns the previous summary covers."""
+        then, oldest first, fewer turns while the head, the summary at its budget, the tail and the group up
+        to `c` would be over the target (the summary covers them instead), down to no tail. At an assistant
+        turn where the summary `joins` a user turn; after the turns the previous summary covers."""
         roles, end = row.roles, seg.end
 
         def starts_tail(t: int) -> bool:
@@ -187,9 +189,15 @@ class Segmenter:
             return end
         if self.config.tail_tokens:
             within = [t for t in fits if row.cost(t, end) <= self.config.tail_tokens]
-            return within[0] if within else fits[-1]
-        enough = [t for t in fits if end - t >= self.config.protect_last_n_turns]
-        return enough[-1] if enough else fits[0]
+            wanted = within[0] if within else fits[-1]
+        else:
+            enough = [t for t in fits if end - t >= self.config.protect_last_n_turns]
+            wanted = enough[-1] if enough else fits[0]
+        # chosen before the summarizer is asked, from the summary's budget: one summary per compaction
+        room = self.config.target_max_tokens - row.measured.overhead - row.cost(0, head)
+        takes = [t for t in fits if t >= wanted
+                 and self._summary_cost(self._budget(row.cost(head, t))) + row.cost(t, c) <= room]
+        return takes[0] if takes else fits[-1]
 
     async def _measured(self, row: Row, end: int) -> Measured:
         if self.lengths.mode == "turns":
@@ -198,13 +206,24 @@ class Segmenter:
         messages = row.fmt.chat_messages(row.native[:end], self.config.chat_roles)
         return await self.lengths.ameasure([t.text for t in row.turns[:end]], messages, 0)
 
-    def _passes(self, span_tokens: int) -> Passes:
-        """The passes at this summary's budget: summary_target_tokens, or summary_ratio of the span it
-        replaces, within summary_min_tokens and summary_max_tokens (and below the target)."""
+    def _budget(self, span_tokens: int) -> int:
+        """A summary's budget: summary_target_tokens, or summary_ratio of the span it replaces, within
+        summary_min_tokens and summary_max_tokens (and at most half the target)."""
         cfg = self.config
         if not cfg.summary_ratio:
-            return self.fixed
+            return cfg.summary_target_tokens
         budget = min(max(round(span_tokens * cfg.summary_ratio), cfg.summary_min_tokens), cfg.summary_max_tokens)
-        cfg = cfg.replace(summary_target_tokens=max(1, min(budget, cfg.target_max_tokens // 2)))
-        params = replace(self.params, summary_tokens=cfg.summary_target_tokens)
+        return max(1, min(budget, cfg.target_max_tokens // 2))
+
+    def _summary_cost(self, budget: int) -> int:
+        """What a summary at `budget` adds to a row as planned: with the template's markers around it and the
+        notice (what self.params adds to summary_target_tokens)."""
+        return budget + self.params.summary_tokens - self.config.summary_target_tokens
+
+    def _passes(self, budget: int) -> Passes:
+        """The passes at this summary's budget."""
+        if budget == self.config.summary_target_tokens:
+            return self.fixed
+        cfg = self.config.replace(summary_target_tokens=budget)
+        params = replace(self.params, summary_tokens=self._summary_cost(budget))
         return Passes(cfg, self.counter, self.lengths, params, self.sourcing, Assembler(cfg, self.counter))
