@@ -364,20 +364,30 @@ def _summarizer_bound(s: Setup, latency: float) -> tuple[Figure, tuple[Run, Run]
     ), (run, ref)
 
 
-def pruning(s: Setup) -> list[Figure]:
-    """--prune on rows like SWE-agent's (scripts/swe_rows.py), three quarters of them over the target: the summaries
-    asked for and their prompt tokens, the assistant tokens kept, with and without it; and the pruned run's
-    speed against counting those rows (the endpoint answering at once: the run's own work is measured)."""
-    from tokenizers import Tokenizer
-
+def swe_source(s: Setup) -> tuple[Path, int, list[str], int]:
+    """Rows like SWE-agent's (scripts/swe_rows.py): their file, how many, their turns' texts, and a target at
+    their lengths' p25 (three quarters of them over it)."""
     n = max(24, s.args.rows // 10)
     src = s.work / "data" / f"swe_{n}.jsonl"
     src.write_text("".join(json.dumps(row) + "\n" for row in swe_rows.rows("hermes", n, seed=s.args.seed)))
     texts = [t["value"] for row in bench_data.load(src) for t in row["conversations"]]
-    limit_tok = Tokenizer.from_file(str(s.tokenizer / "tokenizer.json"))
-    counts = [len(e) for e in limit_tok.encode_batch(texts, add_special_tokens=False)]
+    counts = [len(e) for e in _limit_tokenizer(s).encode_batch(texts, add_special_tokens=False)]
     turns = [len(row["conversations"]) for row in bench_data.load(src)]
-    target = percentile([sum(counts[a:a + k]) for a, k in zip(accumulate([0, *turns]), turns)], 0.25)
+    return src, n, texts, percentile([sum(counts[a:a + k]) for a, k in zip(accumulate([0, *turns]), turns)], 0.25)
+
+
+def _limit_tokenizer(s: Setup):
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(s.tokenizer / "tokenizer.json"))
+
+
+def pruning(s: Setup) -> list[Figure]:
+    """--prune on rows like SWE-agent's (scripts/swe_rows.py), three quarters of them over the target: the summaries
+    asked for and their prompt tokens, the assistant tokens kept, with and without it; and the pruned run's
+    speed against counting those rows (the endpoint answering at once: the run's own work is measured)."""
+    src, n, texts, target = swe_source(s)
+    limit_tok = _limit_tokenizer(s)
 
     def limit():  # the counts of one call (warm: the tokenizer's word cache filled above)
         with rust_threads(True):
@@ -405,6 +415,28 @@ def pruning(s: Setup) -> list[Figure]:
                f"counting limit {limit_rate:.1f} rows/s (one encode_batch of the rows' turns)", rate / limit_rate,
                others=others([r.m for r in pruned_runs]),
                note=f"without --prune {plain.rows / plain.seconds:.1f} rows/s; wall with start-up {pruned.m.wall:.1f} s"),
+    ]
+
+
+def segments(s: Setup) -> list[Figure]:
+    """--segments beside a plain run on the same SWE-like rows and target (the endpoint answering at once): the
+    rows written and summaries asked for, the assistant tokens trained against those a plain row keeps, and speed."""
+    src, n, _, target = swe_source(s)
+    plain_runs, seg_runs = repeat(s.args.repeats, lambda: run_trajcomp(s, src, target, latency=0.0),
+                                  lambda: run_trajcomp(s, src, target, latency=0.0, extra=("--segments",)))
+    plain, seg = (median_by(r, key=lambda run: run.seconds) for r in (plain_runs, seg_runs))
+    g, kept = seg.report["segments"], plain.report["assistant_tokens_kept"]["mean"] or 0.0
+    return [
+        Figure(f"Segments: rows out and summaries, {n} SWE-like rows, target {target:,} (their p25)",
+               f"{g['rows_out']} rows, {seg.calls} requests", f"plain: {n} rows, {plain.calls} requests",
+               seg.calls / plain.calls if plain.calls else None,
+               note=f"input rows by segments: {g['segments_per_row']}"),
+        Figure("Segments: assistant tokens trained", f"{g['trained_share']:.1%}",
+               f"plain: {kept:.1%} kept (mean a row)", g["trained_share"] / kept if kept else None, "1.0",
+               g["trained_share"] == 1.0),
+        Figure("Segments: speed (endpoint answering at once)", f"{seg.rows / seg.seconds:.1f} input rows/s",
+               f"plain {plain.rows / plain.seconds:.1f} rows/s", (seg.rows / seg.seconds) / (plain.rows / plain.seconds),
+               others=others([r.m for r in seg_runs]), note=f"wall with start-up {seg.m.wall:.1f} s"),
     ]
 
 
@@ -776,7 +808,8 @@ def write_doc(path: Path, sections: list[tuple[dict, list[Figure], dict]], comma
 # ---------------------------------------------------------------- main
 
 
-MEASURES = (counting, pass_through, shared_prompt, summarizer_bound, chat_template, pruning, workers, coordinator, ray_driver, ray_store,
+MEASURES = (counting, pass_through, shared_prompt, summarizer_bound, chat_template, pruning, segments, workers, coordinator,
+            ray_driver, ray_store,
             memory)
 # Not in --quick's full run (tests/test_bench.py, CI), unless asked for with --only: a Ray cluster's start alone takes ~20 s.
 NOT_QUICK = (ray_driver, ray_store)

@@ -155,7 +155,7 @@ def measure_command(
 # exit), to the file named first.
 _SPLIT = """
 import atexit, json, resource, sys
-from trajcomp.engines import pipeline
+from trajcomp.engines.runners import pipeline
 out, method, ran = sys.argv[1], sys.argv[2], []
 def cpu(who):
     usage = resource.getrusage(who)

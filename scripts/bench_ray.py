@@ -22,7 +22,7 @@ import s3_server  # noqa: E402  (SeaweedFS's start and stop, shared with tests/t
 from bench_proc import Measurement, Window, children_cpu, measure_split, process_cpu_seconds, process_tree  # noqa: E402
 
 ENV = ray_cluster.ENV  # for the CLI that joins the cluster
-ACTOR = b"ray::_CoreActor"  # an actor's process title (trajcomp/engines/ray.py: the CLI's row cores)
+ACTOR = b"ray::_CoreActor"  # an actor's process title (trajcomp/engines/runners/ray.py: the CLI's row cores)
 two_nodes = ray_cluster.two_nodes
 
 

@@ -75,6 +75,9 @@ class Faults:
     # Answer with ordinary words (no digit, path or name: no identifier at all) of exactly the length
     # the prompt asks for, counted with `overshoot_tokenizer`: a model that ignores identifiers.
     plain_words: bool = False
+    # Answer with every marked fact (FACT-<digits>) the request's messages hold, then a few plain words:
+    # a summarizer that carries facts, so a test can follow one through updated summaries.
+    copy_facts: bool = False
     # A model of `context_limit` tokens counted with the tokenizer.json at `context_tokenizer`: a request
     # whose messages (their contents, plus MESSAGE_MARKUP tokens each) and max_tokens exceed it is refused
     # with a 400 worded as `context_wording` says: "openai", "vllm", "llamacpp" or "llama-cpp-python".
@@ -171,6 +174,13 @@ def summarize(messages: list[dict[str, Any]]) -> str:
 
 
 STATED = re.compile(r"at most about (\d+) tokens")
+FACT = re.compile(r"FACT-\d+")
+
+
+def copied_facts(messages: list[dict[str, Any]]) -> str:
+    """The marked facts of the messages, each once in order of first sight, and a plain sentence."""
+    facts = dict.fromkeys(f for m in messages for f in FACT.findall(_text_of(m.get("content"))))
+    return "Facts kept: " + " ".join(facts) + ". The agent read files and ran the tests."
 
 
 PLAIN = ("the assistant looked at what the tools returned and then chose the next step of the work with "
@@ -421,6 +431,8 @@ class FakeOpenAIServer:
             content = overshooting(body["messages"], f.overshoot, f.overshoot_tokenizer)
         elif f.plain_words:
             content = plain_words(body["messages"], f.overshoot_tokenizer)
+        elif f.copy_facts:
+            content = copied_facts(body["messages"])
         else:
             content = summarize(body["messages"])
         content = _bad_answer(f, body["messages"], self._answered) or content

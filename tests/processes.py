@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import time
 from contextlib import suppress
 
 # The longest a command a test runs may take before it counts as hung: far beyond the slowest one on a
@@ -51,6 +52,20 @@ def kill_group(proc: subprocess.Popen) -> None:
     with suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+
+
+def stop_groups(procs: list[subprocess.Popen], grace: float) -> None:
+    """SIGTERM to each process group, in order, then up to `grace` seconds in all for them to end; a
+    group still running then is killed."""
+    for proc in procs:
+        with suppress(ProcessLookupError, PermissionError):  # one that failed to start may be gone
+            os.killpg(proc.pid, signal.SIGTERM)
+    stop_by = time.monotonic() + grace
+    for proc in procs:
+        try:
+            proc.wait(max(0.1, stop_by - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            kill_group(proc)
 
 
 def marked_processes(mark: str) -> list[int]:

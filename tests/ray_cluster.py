@@ -10,13 +10,12 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -131,14 +130,4 @@ def _alive(address: str, nodes: int, env: dict) -> bool:
 
 def _stop(nodes: list[subprocess.Popen]) -> None:
     """The second node first, then the head: gracefully, or killed (the cluster's state is a temporary folder)."""
-    for node in reversed(nodes):
-        with suppress(ProcessLookupError):  # a node that failed to start may be gone
-            os.killpg(node.pid, signal.SIGTERM)
-    stop_by = time.monotonic() + STOP_SECONDS
-    for node in nodes:
-        try:
-            node.wait(max(0.1, stop_by - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            with suppress(ProcessLookupError):
-                os.killpg(node.pid, signal.SIGKILL)
-            node.wait()
+    processes.stop_groups(list(reversed(nodes)), STOP_SECONDS)

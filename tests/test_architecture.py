@@ -28,6 +28,15 @@ ALLOWED = {
     "api": {"core", "engines"},
 }
 LEAVES = {"version"}  # imported from anywhere, imports nothing
+# engines/ by job, each folder importing only those below it (docs/ARCHITECTURE.md): object storage at
+# the bottom, the run's flow, then parts and resume beside buying summaries, and the runners on top.
+ENGINE_FOLDERS = {
+    "storage": set(),
+    "flow": {"storage"},
+    "parts": {"flow", "storage"},
+    "summaries": {"flow", "storage"},
+    "runners": {"flow", "storage", "parts", "summaries"},
+}
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 
@@ -139,6 +148,30 @@ def test_every_package_imports_only_what_the_layering_allows(edges):
     assert set(map(layer, edges)) == set(ALLOWED) | LEAVES  # no package the layering does not name
 
 
+def engine_folder(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if parts[:2] == ["trajcomp", "engines"] and len(parts) > 3 else None
+
+
+def engines_forbidden(edges: dict[str, set[str]]) -> list[str]:
+    """Imports between engines/ folders that go up or sideways, as 'module -> module'."""
+    wrong = []
+    for module, targets in sorted(edges.items()):
+        mine = engine_folder(module)
+        for target in sorted(targets):
+            theirs = engine_folder(target)
+            if mine and theirs and theirs != mine and theirs not in ENGINE_FOLDERS.get(mine, set()):
+                wrong.append(f"{module} -> {target}")
+    return wrong
+
+
+def test_engines_folders_import_only_those_below_them(edges):
+    assert engines_forbidden(edges) == []
+    engines = [m for m in edges if layer(m) == "engines" and m != "trajcomp.engines"]
+    assert {engine_folder(m) or m for m in engines} <= set(ENGINE_FOLDERS) | {
+        f"trajcomp.engines.{folder}" for folder in ENGINE_FOLDERS}  # every module is in a named folder
+
+
 def test_the_row_core_names_no_summarizer_module(edges):
     # It depends on the interface; implementations come from the caller or the entry-point group,
     # so not even a string (an import_module target) may name one.
@@ -206,6 +239,15 @@ def test_the_core_importing_a_report_is_refused(tmp_path, source):
     })
     assert forbidden(graph(root)) == ["trajcomp.core.metrics -> trajcomp.reports.schema"]
     assert package_edges(graph(root)) == {"core": {"reports"}}
+
+
+def test_an_engines_folder_importing_one_above_it_is_refused(tmp_path):
+    root = _package(tmp_path, {
+        "__init__.py": "", "engines/__init__.py": "", "engines/flow/__init__.py": "",
+        "engines/flow/paths.py": "from ..parts.checkpoint import WorkDir\n",
+        "engines/parts/__init__.py": "", "engines/parts/checkpoint.py": "from ..flow import paths\n",
+    })
+    assert engines_forbidden(graph(root)) == ["trajcomp.engines.flow.paths -> trajcomp.engines.parts.checkpoint"]
 
 
 def test_a_long_function_or_module_is_found(tmp_path):

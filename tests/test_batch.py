@@ -22,8 +22,8 @@ from processes import HANG_SECONDS
 from openai_server import ServerThread
 from test_openai_summarizer import MODEL, SUMMARY_TARGET, TARGET, hermes_rows
 
-from trajcomp.engines.batch import Filling
-from trajcomp.engines.batch_results import KEY
+from trajcomp.engines.summaries.batch_rounds import Filling
+from trajcomp.engines.summaries.batch_results import KEY
 from trajcomp.formats.base import AtomicFile
 
 N_OVER, N_UNDER = 6, 1

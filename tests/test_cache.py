@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 from processes import HANG_SECONDS
-from trajcomp.engines import summary_cache as cache_module
-from trajcomp.engines.summary_cache import ObjectCache, SummaryCache
+from trajcomp.engines.summaries import cache as cache_module
+from trajcomp.engines.summaries.cache import ObjectCache, SummaryCache
 from trajcomp.summarizers.base import Summary, request_key
 
 

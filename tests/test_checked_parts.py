@@ -25,7 +25,8 @@ from openai_server import ServerThread
 from test_resume import args, hermes_row, run_held_midway, thaw
 
 from trajcomp import cli
-from trajcomp.engines import part_work, pipeline
+from trajcomp.engines.parts import work as part_work
+from trajcomp.engines.runners import pipeline
 
 ROWS = 24
 CHECKPOINT_ROWS = 3  # args() runs with --checkpoint-rows 3
@@ -142,7 +143,7 @@ def test_a_part_damaged_after_the_resume_checked_it_is_computed_again_before_the
 def test_a_part_damaged_before_a_workers_join_is_computed_again(tmp_path, monkeypatch):
     """With whole parts a worker checks and joins the file: a part damaged since its commit comes back
     named, and the file is computed again (row by row), not joined."""
-    from trajcomp.engines.workers import WorkerPool
+    from trajcomp.engines.runners.workers import WorkerPool
 
     src = write_jsonl(tmp_path / "in.jsonl", [*read_jsonl(SAMPLES / "hermes_research_runs.jsonl")[:5], "{oops"])
     assert run_inproc(offline(src, tmp_path / "ref.jsonl"))[0] == 0

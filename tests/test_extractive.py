@@ -270,9 +270,9 @@ def test_no_turns_gives_an_empty_summary(counter):
 
 
 def test_content_as_dict_with_status_key_variants(counter):
-    for key in ("exit_code", "returncode", "exit_status", "status_code"):
+    for key, said in (("exit_code", "exit"), ("returncode", "exit"), ("exit_status", "exit"), ("status_code", "HTTP")):
         turns = [Turn("gpt", call("terminal", command="make")), tool("c", "terminal", {key: 3, "out": "done"})]
-        assert "terminal(command=make) -> exit 3; " in summarize(counter, turns, 500)
+        assert f"terminal(command=make) -> {said} 3; " in summarize(counter, turns, 500)
 
 
 # --------------------------------------------------------------------------- budgets
@@ -461,13 +461,18 @@ def test_a_successful_call_that_quotes_error_words_is_not_said_to_fail(counter, 
     assert "error:" not in text and "Errors seen" not in text, text
 
 
+def test_an_http_status_is_said_as_one_not_as_an_exit_status(counter):
+    text = outcome_of(counter, {"status_code": 200, "body": "ok"}, "browser")
+    assert "HTTP 200" in text and "exit" not in text, text
+
+
 @pytest.mark.parametrize("content, said", [
     ({"output": "fatal: not a git repository", "exit_code": 128, "error": "command exited with code 128"},
      "exit 128; error: fatal: not a git repository"),
     ({"output": "", "exit_code": 1, "error": "command exited with code 1"}, "exit 1; error: command exited with code 1"),
     ({"error": "File does not exist: src/app.py"}, "error: File does not exist: src/app.py"),  # no error word
     ({"success": False, "data": "quota exceeded"}, "-> failed; 1 lines"),  # no line says what: "failed"
-    ({"status_code": 503, "body": "Service Unavailable: upstream failure"}, "exit 503; error: Service Unavailable"),
+    ({"status_code": 503, "body": "Service Unavailable: upstream failure"}, "HTTP 503; error: Service Unavailable"),
     ("Traceback (most recent call last):\n  File \"x.py\", line 3, in <module>\nKeyError: 'user'",
      "error: KeyError: 'user'"),  # past the traceback's header, to the exception itself
     ("fatal: could not read Username for 'https://github.com'", "error: fatal: could not read Username"),

@@ -132,7 +132,7 @@ def test_the_function_hashes_the_same_so_the_datasets_cache_works(tmp_path, rows
 
 def test_metrics_column_type_has_every_row_metrics_field():
     from trajcomp.formats.arrow_rows import METRICS_TYPE as ROW_METRICS_TYPE
-    from trajcomp.engines.hf import METRICS_COLUMN_TYPE
+    from trajcomp.engines.runners.hf import METRICS_COLUMN_TYPE
     from trajcomp.core.metrics import Outcome, RowMetrics
 
     keys = list(RowMetrics(Outcome.COMPRESSED, 10, 5, 4, 3, 8, (1, 2)).to_dict())

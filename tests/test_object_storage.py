@@ -188,8 +188,8 @@ def test_an_input_fetched_after_it_changed_in_the_store_is_refused(s3, tmp_path,
     """A lazy stage lists an input (its size and time go into the run's fingerprint); whoever fetches it
     later (a Ray actor, or the driver when the rows come through it) gets exactly that object, or an
     InputError naming the URI: never other rows under the fingerprint of these."""
-    from trajcomp.engines.paths import FileJob
-    from trajcomp.engines.remote import fetch_input, fetched, stage
+    from trajcomp.engines.flow.paths import FileJob
+    from trajcomp.engines.storage.remote import fetch_input, fetched, stage
     from trajcomp.formats.base import InputError
 
     fs, env = s3

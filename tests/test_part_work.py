@@ -303,7 +303,7 @@ def test_a_folder_of_small_files_goes_as_one_stream_of_whole_parts(tmp_path, dat
     splits nor unpacks, row by row after them; an empty file too."""
     import zstandard
 
-    from trajcomp.engines import pipeline
+    from trajcomp.engines.runners import pipeline
 
     lines = dataset.read_bytes().splitlines(keepends=True)
     folder = tmp_path / "in"
@@ -414,7 +414,7 @@ def test_a_symlinked_input_and_relative_paths_go_by_whole_parts(tmp_path, datase
 def test_a_join_asked_again_after_it_was_done_changes_nothing(tmp_path, dataset, monkeypatch):
     """A Ray actor lost after joining a file but before answering has its task run again: the second
     join must see the file joined, not its parts gone (which would undo and redo the file)."""
-    from trajcomp.engines.workers import WorkerPool
+    from trajcomp.engines.runners.workers import WorkerPool
 
     real = WorkerPool.join_file
 

@@ -49,6 +49,11 @@ def test_what_the_session_left_running_is_ended_and_named():
     # in a session of its own, as a server a test forgot would be, and not a child of the sweep's caller
     proc = subprocess.Popen(["sleep", "600"], env=env, start_new_session=True)
     try:
+        # Until the child has exec'd, /proc shows the environment it was forked with: wait for the mark
+        # (on a loaded machine the first look came before the exec).
+        deadline = time.monotonic() + processes.HANG_SECONDS
+        while processes.marked_processes(mark) != [proc.pid] and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert processes.marked_processes(mark) == [proc.pid]
         assert processes.end_marked(mark) == ["sleep 600"]
         assert proc.wait() == -9

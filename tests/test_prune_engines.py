@@ -20,15 +20,19 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import swe_rows  # noqa: E402
 
 
-def config(folder: Path, url: str) -> Path:
-    path = folder / "prune.yaml"
+def engine_config(path: Path, url: str, compression: str) -> Path:
+    """A config for the engine tests: target 6000, the openai summarizer at `url`, `compression`'s keys."""
     path.write_text(
         f"tokenizer:\n  name: {DEMO_TOKENIZER}\n"
-        "compression:\n  target_max_tokens: 6000\n  summary_target_tokens: 300\n  prune: true\n"
+        f"compression:\n  target_max_tokens: 6000\n  {compression}\n"
         f"summarization:\n  summarizer: openai\n  base_url: {url}\n  model: test-model\n"
         "  api_key_env: TRAJCOMP_TEST_NO_KEY\n  retry_delay: 0.01\n  batch_poll_seconds: 0.05\n"
         "processing:\n  max_concurrent_requests: 2\n", encoding="utf-8")
     return path
+
+
+def config(folder: Path, url: str) -> Path:
+    return engine_config(folder / "prune.yaml", url, "summary_target_tokens: 300\n  prune: true")
 
 
 def compress_args(src: Path, out: Path, url: str, *extra: str) -> list[str]:

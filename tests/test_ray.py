@@ -328,7 +328,7 @@ def test_python_compress_equals_the_core(cluster):
 
 
 def test_nothing_else_imports_ray_and_bad_ray_flags_exit_2(tmp_path):
-    code = "import sys, trajcomp, trajcomp.cli, trajcomp.engines.pipeline; assert 'ray' not in sys.modules"
+    code = "import sys, trajcomp, trajcomp.cli, trajcomp.engines.runners.pipeline; assert 'ray' not in sys.modules"
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 0
     src = SAMPLES / "hermes_research_runs.jsonl"
     bad = run_cli("compress", str(src), "-c", str(CONFIG), "-o", str(tmp_path / "x.jsonl"), "--engine", "spark")

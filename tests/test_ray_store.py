@@ -30,7 +30,7 @@ from test_checked_parts import overwrite, truncate
 from test_object_storage import rows_with_rejects, s3  # noqa: F401 (a fixture)
 from test_resume import args as resume_args, freeze, hermes_row, thaw
 from trajcomp.cli.commands import main
-from trajcomp.engines import remote
+from trajcomp.engines.storage import remote
 from trajcomp.formats import jsonl
 
 CONFIG = ROOT / "configs" / "demo.yaml"

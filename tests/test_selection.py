@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from conftest import read_jsonl, run_cli, write_jsonl
-from trajcomp.engines.selection import Selection
+from trajcomp.engines.flow.selection import Selection
 
 
 def small_row(i: int) -> dict:

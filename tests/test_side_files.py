@@ -53,7 +53,7 @@ def test_a_file_whose_every_row_is_rejected_fails_even_quietly(tmp_path, bpe_tok
 
 def test_layout_names_every_side_file_after_the_output_when_a_sibling_type_exists(tmp_path):
     from trajcomp.core.config import CompressionConfig
-    from trajcomp.engines.paths import resolve
+    from trajcomp.engines.flow.paths import resolve
 
     src = write_lines(tmp_path / "in.jsonl", hermes_rows(1, seed=1))
     alone = resolve([str(src)], tmp_path / "o1.jsonl.gz", CompressionConfig())

@@ -308,6 +308,10 @@ REPORT_PATHS = {
     "outputs_deduplicated": ("pruning", "outputs_deduplicated"),
     "pruned_tokens_saved": ("pruning", "tokens_saved"),
     "summaries_avoided": ("pruning", "summaries_avoided"),
+    "rows_out": ("segments", "rows_out"),
+    "segment_summaries": ("segments", "summaries"),
+    "assistant_tokens_trained": ("segments", "assistant_tokens_trained"),
+    "trained_share": ("segments", "trained_share"),
     "summary_passes": ("passes",),  # summed: passes x rows
     "api_calls": ("summarization", "api_calls"),
     "http_requests": ("summarization", "http_requests"),

@@ -12,7 +12,7 @@ from contextlib import aclosing
 
 import pytest
 
-from trajcomp.engines.ordered import ordered_map
+from trajcomp.engines.flow.ordered import ordered_map
 
 
 class Source:

@@ -18,7 +18,7 @@ from trajcomp.core.config import CHECK_NAMES, ConfigError, enabled_checks, load_
 from trajcomp.core.metrics import Outcome, RowMetrics
 from trajcomp.core.summarizer import Summary
 from trajcomp.core.tokens import TokenCounter
-from trajcomp.engines.summary_cache import _decoded, _encoded
+from trajcomp.engines.summaries.cache import _decoded, _encoded
 from trajcomp.reports.comparison import comparison
 from trajcomp.reports.page import report_page
 from trajcomp.reports.reading import read_report

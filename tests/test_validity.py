@@ -255,3 +255,14 @@ def test_alternation_is_a_problem_only_in_llamafactory_rows():
     lf = [{"from": n, "value": "x"} for n in ("human", "function_call", "observation", "observation", "gpt")]
     fmt = RowSchema().adapter({"conversations": lf})
     assert fmt.alternation and problems(lf, fmt)[ALTERNATION_BROKEN] == 1
+
+
+def test_a_continued_segment_may_end_on_its_call_and_nothing_else_is_forgiven():
+    call = {"from": "function_call", "value": '{"name": "bash", "arguments": {"command": "ls"}}'}
+    turns = [{"from": "human", "value": "List the files."}, call, {"from": "observation", "value": "a.py"}, call]
+    row = {"conversations": turns}
+    fmt = RowSchema().adapter(row)
+    assert problems(turns, fmt) == Counter({CALL_UNANSWERED: 1})
+    assert problems(turns, fmt, continued=True) == Counter()  # its observation opens the next segment
+    early = [turns[0], call, {"from": "gpt", "value": "Done."}, {"from": "human", "value": "Again."}, call]
+    assert problems(early, fmt, continued=True)[CALL_UNANSWERED] == 1  # a call inside the row still needs its result

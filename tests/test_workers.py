@@ -23,8 +23,8 @@ from test_resume import args, cached_summaries, freeze, hermes_row, thaw, wait_f
 
 from trajcomp.core.batching import usable_cores
 from trajcomp.core.config import CompressionConfig
-from trajcomp.engines.together import merged_stats
-from trajcomp.engines.workers import shares, worker_count
+from trajcomp.engines.runners.together import merged_stats
+from trajcomp.engines.runners.workers import shares, worker_count
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import make_golden  # noqa: E402
@@ -259,7 +259,7 @@ def test_a_worker_dying_with_no_row_fails_the_rows_the_others_hold(bpe_tokenizer
     from test_openai_summarizer import NO_KEY_ENV
 
     from trajcomp.core.tokens import TokenCounter
-    from trajcomp.engines.workers import WorkerDied, WorkerPool
+    from trajcomp.engines.runners.workers import WorkerDied, WorkerPool
 
     with ServerThread(latency=0.1) as server:
         config = CompressionConfig(

@@ -1,8 +1,8 @@
 """Compress a Ray Dataset on Ray actors (the `[ray]` extra): the public entry point of the Ray engine.
 
-`compress(ds, config)`; trajcomp/engines/ray.py does the work.
+`compress(ds, config)`; trajcomp/engines/runners/ray.py does the work.
 """
 
-from .engines.ray import compress
+from .engines.runners.ray import compress
 
 __all__ = ["compress"]

@@ -61,9 +61,10 @@ def export(
     run-batch reads too. Nothing is written, and it says so, when the cache answers every request.
     The API key is never written.
     """
-    from ..engines.batch_files import export_requests
-    from ..engines.paths import resolve
-    from ..engines.selection import Selection
+    from ..engines.flow.paths import resolve
+    from ..engines.flow.selection import Selection
+    from ..engines.runners.pipeline import build_rows
+    from ..engines.summaries.batch_files import export_requests
     from ..formats.base import InputError
 
     flags = SimpleNamespace(**locals())
@@ -75,7 +76,8 @@ def export(
         fail(str(exc))
     selection = Selection(sample_percent, seed, num_shards, shard_index, limit)
     try:
-        done = asyncio.run(export_requests(cfg, counter, layout, selection, requests))
+        rows = build_rows(cfg.replace(batch=True), counter, layout)
+        done = asyncio.run(export_requests(rows, cfg, layout, selection, requests))
     except InputError as exc:
         fail(str(exc), EXIT_FAILED)
     if done.requests:
@@ -101,7 +103,7 @@ def import_(
     first asks for it); failed ones are recorded, so the next export asks again (and, past
     max_retries, the row gets on_failure). It says how many it took, how many failed and why.
     """
-    from ..engines.batch_files import import_results
+    from ..engines.summaries.batch_files import import_results
     from ..formats.base import InputError
 
     cfg, counter = _setup(SimpleNamespace(**locals()), needs_tokenizer=False)

@@ -19,8 +19,8 @@ from ..core.config import ConfigError
 from ..core.tokens import TokenCounter, TokenizerLoadError
 from ..version import __version__
 from . import options as opt
-from .flags import config_from_flags
 from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_ROWS_FAILED, EXIT_TERMINATED, EXIT_USAGE, fail
+from .flags import config_from_flags
 
 app = typer.Typer(
     add_completion=False,
@@ -57,6 +57,7 @@ def compress(
     chat_template: opt.ChatTemplate = None,
     max_passes: opt.MaxPasses = None,
     prune: opt.Prune = False,
+    segments: opt.Segments = False,
     summarizer: opt.Summarizer = None,
     summary_style: opt.SummaryStyle = None,
     summary_tokenizer: opt.SummaryTokenizer = None,
@@ -78,6 +79,7 @@ def compress(
     batch: opt.Batch = False,
     input_format: opt.InputFormat = None,
     output_format: opt.OutputFormat = None,
+    summary_examples: opt.SummaryExamples = None,
     sample_percent: opt.SamplePercent = 100.0,
     seed: opt.Seed = 0,
     num_shards: opt.NumShards = 1,
@@ -101,10 +103,10 @@ def compress(
 
 
 def _compress_command(flags) -> None:
-    from ..engines.paths import resolve
-    from ..engines.pipeline import RunOptions
-    from ..engines.remote import is_uri, stage
-    from ..engines.selection import Selection
+    from ..engines.flow.paths import resolve, with_examples
+    from ..engines.flow.selection import Selection
+    from ..engines.runners.pipeline import RunOptions
+    from ..engines.storage.remote import is_uri, stage
     from .batch import check_batchable
 
     try:
@@ -127,6 +129,7 @@ def _compress_command(flags) -> None:
         staged = stage(flags.inputs, flags.output, lazy)
         layout = staged.localize(resolve(staged.inputs, staged.output, cfg, _dotted(flags.output_format), shard,
                                          staged.listed))
+        layout = with_examples(layout, cfg.summary_examples_file)
         options = RunOptions(selection, flags.quiet or flags.as_json, flags.checkpoint_rows, flags.restart)
         counter = TokenCounter.for_config(cfg)
     except (ConfigError, TokenizerLoadError) as exc:
@@ -139,7 +142,7 @@ def _compress_command(flags) -> None:
 
 def _ray_options(engine: str, dry_run: bool, address: str | None, actors: int):
     """The Ray engine's options, or None for the local engine (a dry run never summarizes: it stays local)."""
-    from ..engines.pipeline import RayOptions
+    from ..engines.runners.pipeline import RayOptions
 
     if engine not in ("local", "ray"):
         raise ConfigError(f"--engine must be local or ray, got {engine!r}")
@@ -159,7 +162,7 @@ def _dotted(suffix: str | None) -> str | None:
 
 
 def _dry_run(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None:
-    from ..engines.estimate import estimate
+    from ..engines.runners.estimate import estimate
     from ..formats.base import InputError
     from ..reports.text import render_estimate
     from .stats import tokenizer_info
@@ -176,12 +179,12 @@ def _dry_run(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None:
 
 
 def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool, html: bool, ray, staged) -> None:
-    from ..engines.failures import SummarizerDown
-    from ..engines.manifest import DamagedPart
-    from ..engines.pipeline import Runner, build_rows
-    from ..engines.workers import WorkerDied
-    from ..formats.base import InputError
     from ..core.summarizer import SummaryPending
+    from ..engines.parts.failures import SummarizerDown
+    from ..engines.parts.manifest import DamagedPart
+    from ..engines.runners.pipeline import Runner, build_rows
+    from ..engines.runners.workers import WorkerDied
+    from ..formats.base import InputError
     from ..summarizers.http import APIError, PreflightError
 
     try:
@@ -253,7 +256,7 @@ def _finish(report, layout, quiet: bool, as_json: bool, html, retry: str, staged
 def _pages(report, layout, page: Path, counter, cfg) -> list[Path]:
     """The report's page and, beside it, the page of some of its rows (linked from it); the rows' page
     is left out, with a warning, when its rows cannot be read or paired: the run itself is done."""
-    from ..engines.remote import fetched, fetched_output
+    from ..engines.storage.remote import fetched, fetched_output
     from ..formats.base import InputError
     from ..reports.markup import write_page
     from ..reports.page import report_page

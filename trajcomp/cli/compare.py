@@ -39,7 +39,8 @@ def compare(
       skipped_under_target, still_over_limit, cannot_fit, failed, tokens_before,
       tokens_after, tokens_saved, compression_ratio, p50_tokens_after, p99_tokens_after,
       identifier_retention, assistant_tokens_kept, human_turns_cut, rows_pruned, outputs_pruned,
-      outputs_deduplicated, pruned_tokens_saved, summaries_avoided (with --prune), summary_passes, api_calls, http_requests, retries, cache_hits,
+      outputs_deduplicated, pruned_tokens_saved, summaries_avoided (with --prune), rows_out, segment_summaries,
+      assistant_tokens_trained, trained_share (with --segments), summary_passes, api_calls, http_requests, retries, cache_hits,
       answers_failed_checks, rows_fallen_back_on_checks,
       prompt_tokens, completion_tokens, latency_p95_ms, duration_seconds, rows_per_second.
     """

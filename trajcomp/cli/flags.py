@@ -19,6 +19,8 @@ def config_from_flags(flags):
         chat_template=path("chat_template"),
         max_passes=flag("max_passes"),
         prune=True if flag("prune") else None,
+        segments=True if flag("segments") else None,
+        summary_examples_file=flag("summary_examples"),
         summarizer=flag("summarizer"),
         summary_style=flag("summary_style"),
         summary_prefix=flag("summary_prefix"),

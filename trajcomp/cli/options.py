@@ -35,6 +35,11 @@ Prune = Annotated[bool, typer.Option(
         "outputs first, then the oldest), only as many as the row needs to fit; summarize only rows still over "
         "(compression.prune; stubs' style: compression.prune_style).",
 )]
+Segments = Annotated[bool, typer.Option(
+    "--segments", help="Each row becomes one row per segment, as a live compactor would have cut it: every "
+        "assistant turn trained in the one row where it is new, marked not trained where it is context "
+        "(compression.segments; see the README).",
+)]
 Summarizer = Annotated[Optional[str], typer.Option(help="Summarizer: extractive (offline default) or openai.")]
 SummaryStyle = Annotated[Optional[str], typer.Option(
     help="Summary shape: prose (default) or handoff (Active Task, Goal, Completed Actions, Active State, "
@@ -93,6 +98,11 @@ InputFormat = Annotated[Optional[str], typer.Option(
 OutputFormat = Annotated[Optional[str], typer.Option(
     help="Output type (.jsonl, .jsonl.gz, .jsonl.zst, .json, .parquet, or hf: a save_to_disk folder); "
         "default: the output's suffix (a dataset folder input: hf).",
+)]
+SummaryExamples = Annotated[Optional[str], typer.Option(
+    help="Also write every summary the output used as a training row (a local .jsonl): the summarizer's request "
+        "and the summary as the assistant turn, in the rows' dialect, with the source row's id and segment "
+        "(output.summary_examples).",
 )]
 SamplePercent = Annotated[float, typer.Option(
     help="Take a deterministic sample of this percent of rows.", min=0, max=100,

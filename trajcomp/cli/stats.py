@@ -16,7 +16,7 @@ from . import options as opt
 from .errors import EXIT_FAILED, fail
 
 if TYPE_CHECKING:
-    from ..engines.paths import FileJob
+    from ..engines.flow.paths import FileJob
     from ..reports.schema import DatasetStats, TokenizerInfo
 
 # Heavier modules (estimate -> compressor, summarizers) are imported inside the command, as in commands.py:
@@ -86,7 +86,7 @@ def stats(
 
 def input_jobs(inputs: list[str]) -> list[FileJob]:
     """The input files, found as `compress` finds them, each once; ConfigError when there are none."""
-    from ..engines.paths import FileJob, expand_inputs
+    from ..engines.flow.paths import FileJob, expand_inputs
     from ..formats import INPUT_SUFFIXES, is_dataset_folder, split_suffix
 
     jobs, seen = [], set()
@@ -104,8 +104,8 @@ def input_jobs(inputs: list[str]) -> list[FileJob]:
 
 def dataset_stats(jobs: list[FileJob], counter: TokenCounter, cfg) -> DatasetStats:
     """The figures of `trajcomp stats --json` (keys in the command's help)."""
-    from ..engines.estimate import estimate
-    from ..engines.selection import Selection
+    from ..engines.flow.selection import Selection
+    from ..engines.runners.estimate import estimate
 
     planned = estimate(jobs, Selection(), counter, cfg)
     return planned.to_stats([str(job.input) for job in jobs], tokenizer_info(counter))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from . import identifiers, summary_turn
+from . import compaction, identifiers, summary_turn
 from .config import CompressionConfig
 from .planner import Plan
 from .redact import kept_whole
@@ -55,7 +55,8 @@ class Assembler:
         words (with handoff's headings) and the index's share (CPU work: off the loop)."""
         ids = tuple(kept_whole(identifiers.extract(turns[p.start : p.end]), *secrets))
         handoff = self.config.summary_style == summary_turn.HANDOFF
-        words = summary_turn.user_words(turns, p.start, p.end, self._user_cap, self.counter, handoff)
+        words = summary_turn.user_words(turns, p.start, p.end, self._user_cap, self.counter, handoff,
+                                        self.config.summary_prefix)
         skeleton = summary_turn.compose(self.config.summary_style, "", words)
         unlisted = [ident for ident in ids if ident not in skeleton]
         index = identifiers.INDEX_HEAD + ", ".join(unlisted)
@@ -64,7 +65,8 @@ class Assembler:
         # The user's words come first; a summarizer crowded out by them still gets a quarter of the budget.
         room = max(self.body_budget // 4, self.body_budget - fixed - index_room, 1)
         # The first request, unless it is the latest, which the Active Task already holds verbatim.
-        requests = [t.text for t in turns[: p.end] if t.role == "human"] if handoff else []
+        requests = [t.text for t in turns[: p.end] if t.role == "human"
+                    and not compaction.is_summary(t.text, self.config.summary_prefix)] if handoff else []
         goal = requests[0] if len(requests) > 1 else None
         return Region((p.start, p.end), ids, words, room, goal)
 
@@ -91,20 +93,21 @@ def assemble(native, fmt, turns: Sequence[Turn], p: Plan, summary: str, notice: 
     changed: list[tuple[int, str]] = []
     noticed = False
     for i in range(p.start):
+        text = turns[i].text
         if notice and not noticed and turns[i].role == "system":
-            noticed = True
-            text = turns[i].text + notice
-            out.append(fmt.with_text(native[i], text))
-            changed.append((i, text))
-        else:
-            out.append(dict(native[i]))
+            noticed = True  # a system prompt that says so already (compaction.noticed) keeps its words
+            text += "" if compaction.noticed(text, notice) else notice
+        elif p.merge_into_prev and i == p.start - 1:  # the summary joins the head's user turn (alternation)
+            text = f"{text}\n\n{summary}"
+        out.append(fmt.with_text(native[i], text) if text != turns[i].text else dict(native[i]))
+        changed += [(i, text)] if text != turns[i].text else []
     rest = p.end
     if p.merge_into_next:
         text = f"{summary}\n\n{turns[p.end].text}"
         out.append(fmt.with_text(native[p.end], text))
         changed.append((p.end, text))
         rest += 1
-    else:
+    elif not p.merge_into_prev:
         out.append(fmt.make_turn("human", summary))
         changed.append((-1, summary))
     out.extend(dict(t) for t in native[rest:])

@@ -1,21 +1,25 @@
 """The row core's entry: rows in, results out (an output row or a rejection, with metrics).
 
 Counting, planning, summarizing and assembly happen in the row core and nowhere else; the engines
-(engines/pipeline.py for files, engines/hf.py, engines/ray.py) only move rows through `compress_rows`.
+(engines/runners/pipeline.py for files, engines/runners/hf.py, engines/runners/ray.py) only move rows through `compress_rows`.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Sequence
 
+from . import compaction
 from .assembly import Assembler
 from .config import CompressionConfig
 from .metrics import Outcome, RowMetrics, assistant_share
-from .passes import Passes, plan_region, unchanged
-from .planner import Decision, PlanParams
+from .passes import Attempt, Passes, plan_region, unchanged
+from .planner import Decision, Plan, PlanParams
 from .prune_fit import Pruned, Pruner, summary_avoided, with_pruning
+from .row_result import RowResult, SummaryExample  # noqa: F401  (named with the compressor)
+from .segment_rows import replay_metrics, segment_rows, with_lineage
+from .segments import Row, Segmenter
 from .rows import SHAREGPT, RowError, RowSchema, Turn
 from .sourcing import Sourcing
 from .summarizer import Summarizer, SummarizerUnavailable, SummaryPending
@@ -26,24 +30,6 @@ _UNCHANGED = {
     Decision.NOTHING_TO_COMPRESS: Outcome.NOTHING_TO_COMPRESS,
     Decision.NO_NET_SAVINGS: Outcome.NO_NET_SAVINGS,
 }
-
-
-@dataclass(frozen=True)
-class RowResult:
-    """One input row's result: the output row, or the reason it was rejected; metrics when it got that far."""
-
-    row: dict[str, Any] | None
-    metrics: RowMetrics | None
-    reason: str | None = None  # a stable code, set exactly when the row is rejected
-    detail: str = ""
-
-    @property
-    def rejected(self) -> bool:
-        return self.reason is not None
-
-    @classmethod
-    def reject(cls, reason: str, detail: str, metrics: RowMetrics | None = None) -> "RowResult":
-        return cls(None, metrics, reason, detail)
 
 
 class TrajectoryCompressor:
@@ -64,6 +50,7 @@ class TrajectoryCompressor:
         params = plan_params(config, self.lengths)
         self.passes = Passes(config, self.counter, self.lengths, params, self.sourcing, Assembler(config, self.counter))
         self.pruner = Pruner(config, self.lengths, params) if config.prune else None
+        self.segmenter = Segmenter(config, self.counter, self.lengths, params, self.sourcing)
 
     @property
     def summarizer(self) -> Summarizer:
@@ -102,19 +89,60 @@ class TrajectoryCompressor:
         except RowError as exc:
             return RowResult.reject(exc.reason, exc.detail)
         try:
-            turns, metrics = await self.compress_turns(native, adapter)
+            if self.config.segments:
+                return await self._segmented(row, adapter, native)
+            turns, metrics, kept = await self._compress_turns(native, adapter)
         except (SummaryPending, SummarizerUnavailable):  # batch mode's wait, or a dead endpoint: the engine's
             raise
         except Exception as exc:  # one row's surprise must not stop a run of a million: reject it, named
             return RowResult.reject("internal_error", f"{type(exc).__name__}: {exc}")
+        return self._one_row(row, adapter, native, turns, metrics, kept=kept)
+
+    def _one_row(self, row, adapter, native, turns, metrics: RowMetrics, segment: str | None = None,
+                 kept: Attempt | None = None) -> RowResult:
+        """The row with its turns compressed, or why it is rejected; with its lineage field under `segment`,
+        and the summary of the pass it `kept` as its one example."""
+        rejected = self._rejected(metrics)
+        if rejected is not None:
+            return rejected
+        out = adapter.with_turns(row, turns) if turns is not native else dict(row)
+        if segment is not None:
+            out = with_lineage(out, segment, 0, 1)
+        if self.config.metrics_per_trajectory:
+            out["compression_metrics"] = metrics.to_dict()
+        examples = () if kept is None else (self.sourcing.example(kept.request, kept.sourced.summary.text, 0),)
+        return RowResult((out,), metrics, examples=examples)
+
+    def _rejected(self, metrics: RowMetrics) -> RowResult | None:
         if metrics.outcome is Outcome.FAILED and self.config.on_failure == "reject":
             return RowResult.reject("summary_failed", metrics.error or "", metrics)
         if metrics.still_over_limit and not self.config.save_over_limit:
             return RowResult.reject("still_over_limit", f"{metrics.compressed_tokens} tokens", metrics)
-        out = adapter.with_turns(row, turns) if turns is not native else dict(row)
-        if self.config.metrics_per_trajectory:
-            out["compression_metrics"] = metrics.to_dict()
-        return RowResult(out, metrics)
+        return None
+
+    async def _segmented(self, row, adapter, native) -> RowResult:
+        """compression.segments: the row's segments (core/segments.py); a row under the target is one."""
+        turns = adapter.turns(native)
+        target, field = self.config.target_max_tokens, self.config.segment_field
+        measured = await self._measure(native, adapter, turns, costs_above=0)
+        if measured.total <= target:
+            out, metrics, _ = await self._plain(native, adapter, turns, measured)  # under the target: no summary
+            metrics = await self._with_assistant_tokens(metrics, turns, measured)
+            return self._one_row(row, adapter, native, out, metrics, field)
+        walked = Row(native, adapter, turns, measured, self.config.summary_prefix)
+        replay = await self.segmenter.replay(walked)
+        if replay.failed is not None:  # no summary: the row as it was (summarization.on_failure)
+            failed = replace(unchanged(Outcome.FAILED, turns, measured, target, None, error=replay.failed.error),
+                             summarization_api_calls=replay.failed.summarization_api_calls,
+                             summarization_errors=replay.failed.summarization_errors)
+            failed = await self._with_assistant_tokens(failed, turns, measured)
+            return self._one_row(row, adapter, native, native, failed, field)
+        metrics = replay_metrics(replay, walked.roles, measured.costs, walked.summaries, measured.total, target)
+        rejected = self._rejected(metrics)
+        if rejected is not None:
+            return rejected
+        rows = segment_rows(row, adapter, walked.roles, walked.summaries, replay, metrics, self.config)
+        return RowResult(rows, metrics, examples=tuple(replay.examples))
 
     async def compress_trajectory(self, turns: list[dict[str, str]]) -> tuple[list[dict[str, str]], RowMetrics]:
         """Compress ShareGPT turns (`[{"from", "value"}, ...]`); the input is never mutated."""
@@ -122,26 +150,44 @@ class TrajectoryCompressor:
 
     async def compress_turns(self, native: list[dict[str, Any]], fmt=SHAREGPT) -> tuple[list[dict[str, Any]], RowMetrics]:
         """Compress validated turns of any row format (rows.py, openai_rows.py); the input is never mutated."""
-        out, metrics = await self._compress_turns(native, fmt)
-        if self.pruner is not None and metrics.pruned_outputs is None:  # pruning on: every row says what it pruned
-            metrics = replace(metrics, pruned_outputs=0)
+        out, metrics, _ = await self._compress_turns(native, fmt)
         return out, metrics
 
     async def _compress_turns(self, native, fmt):
+        """`compress_turns`, and the pass whose summary the output holds (None: it holds none)."""
         turns = fmt.turns(native)
+        measured = await self._measure(native, fmt, turns, costs_above=self.config.target_max_tokens)
+        out, metrics, kept = await self._plain(native, fmt, turns, measured)
+        if self.pruner is not None and metrics.pruned_outputs is None:  # pruning on: every row says what it pruned
+            metrics = replace(metrics, pruned_outputs=0)
+        return out, await self._with_assistant_tokens(metrics, turns, measured), kept
+
+    async def _with_assistant_tokens(self, metrics: RowMetrics, turns: Sequence[Turn], measured: Measured) -> RowMetrics:
+        """The input's assistant tokens (its turns' costs; the texts counted when a template's row under the
+        target has none) and those the output still trains; and the one summary a compressed row holds."""
+        if measured.costs:
+            total = sum(c for t, c in zip(turns, measured.costs) if t.role == "gpt")
+        else:
+            total = sum(await self.counter.acount([t.text for t in turns if t.role == "gpt"]))
+        trained = round(total * (metrics.assistant_tokens_kept or 0.0))
+        summaries = int(metrics.was_compressed and metrics.passes > 0)
+        return replace(metrics, assistant_tokens=total, assistant_tokens_trained=trained, summaries=summaries)
+
+    async def _plain(self, native, fmt, turns: list[Turn], measured: Measured):
+        """The row compressed without segments, its metrics, and the pass it kept (None: no summary)."""
         target = self.config.target_max_tokens
-        measured = await self._measure(native, fmt, turns, costs_above=target)
         if measured.total <= target:
-            return native, unchanged(Outcome.SKIPPED_UNDER_TARGET, turns, measured, target, None)
+            return native, unchanged(Outcome.SKIPPED_UNDER_TARGET, turns, measured, target, None), None
         pruned = await self.pruner.fit(native, fmt, turns, measured) if self.pruner is not None else None
         if pruned is not None:
-            out, metrics = await self._summarize_pruned(fmt, turns, measured, pruned)
-            return out, with_pruning(metrics, measured, pruned)
+            out, metrics, kept = await self._summarize_pruned(fmt, turns, measured, pruned)
+            return out, with_pruning(metrics, measured, pruned), kept
         p = plan_region(self.params, turns, measured, fmt)
         if p.decision is not Decision.COMPRESS:
             region = (p.start, p.end) if p.decision is Decision.NO_NET_SAVINGS else None
-            return native, unchanged(_UNCHANGED[p.decision], turns, measured, target, region, cannot_fit=True)
-        return await self.passes.run(native, fmt, turns, measured, p)
+            return native, unchanged(_UNCHANGED[p.decision], turns, measured, target, region, cannot_fit=True), None
+        p, previous, covered = updating(turns, p, self.config.summary_prefix)
+        return await self.passes.run(native, fmt, turns, measured, p, None, previous, covered)
 
     async def _summarize_pruned(self, fmt, turns: list[Turn], measured: Measured, pruned: Pruned):
         """A pruned row as it is when it fits, else summarized: the region planned on its stubbed length (the
@@ -152,16 +198,29 @@ class TrajectoryCompressor:
             n, plain = len(turns), plan_region(self.params, turns, measured, fmt).decision
             return pruned.native, RowMetrics(Outcome.COMPRESSED, now.total, now.total, n, n, target,
                                              assistant_tokens_kept=kept,
-                                             summary_avoided=summary_avoided(pruned, target, plain))
+                                             summary_avoided=summary_avoided(pruned, target, plain)), None
         p = plan_region(self.params, turns, now, fmt)
         if p.decision is not Decision.COMPRESS:
             region = (p.start, p.end) if p.decision is Decision.NO_NET_SAVINGS else None
-            return pruned.native, unchanged(_UNCHANGED[p.decision], turns, now, target, region, cannot_fit=True)
+            return pruned.native, unchanged(_UNCHANGED[p.decision], turns, now, target, region, cannot_fit=True), None
         return await self.passes.run(pruned.native, fmt, turns, now, p, original=measured)
 
     async def _measure(self, native, fmt, turns: Sequence[Turn], costs_above: int | None) -> Measured:
         messages = fmt.chat_messages(native, self.config.chat_roles) if self.lengths.mode == "chat_template" else ()
         return await self.lengths.ameasure([t.text for t in turns], messages, costs_above)
+
+
+def updating(turns: Sequence[Turn], p: Plan, prefix: str) -> tuple[Plan, str | None, int]:
+    """A region reaching a live agent's compaction summary (compaction.py), which is no protected turn: the
+    region starts there at the latest (after a human turn the summary joins it), and that summary is the
+    previous one to update, with the turns it covers; (p, None, 0) in a row with none."""
+    t = compaction.latest(turns, 0, p.end, prefix)
+    if t is None or t == 0:
+        return p, None, 0
+    if t < p.start:
+        after_human = turns[t - 1].role == "human"
+        p = replace(p, start=t, merge_into_prev=after_human, merge_into_next=p.merge_into_next and not after_human)
+    return p, compaction.body(turns[t].text, prefix), t - p.start + 1
 
 
 def plan_params(config: CompressionConfig, lengths) -> PlanParams:

@@ -11,6 +11,7 @@ from typing import Any, Mapping
 
 import yaml
 
+from .config_layout import ALIASES, LAYOUT, SEGMENT_KEYS, key_of
 from .rows import DEFAULT_ROLES, DIALECTS, ROLES
 from .stubs import style_problem
 from .summary_turn import DEFAULT_PREFIX, STYLES
@@ -62,6 +63,12 @@ class CompressionConfig:
     prune_min_chars: int = 200  # an output this long or shorter is never stubbed
     prune_style: str = "hermes"  # hermes, swe-agent, openhands or template (core/stubs.py)
     prune_template: str | None = None
+    # Each row replayed as the live compactor lives it: one output row per segment (core/segments.py).
+    segments: bool = False
+    summary_ratio: float = 0.0  # of the span a segment's summary replaces (0: summary_target_tokens)
+    summary_min_tokens: int = 2000  # the ratio's budget at least...
+    summary_max_tokens: int = 12000  # ...and at most
+    tail_tokens: int = 0  # a segment's carried tail by tokens (0: protected_turns.last_n_turns turns)
     # protected_turns
     protect_first_system: bool = True
     protect_first_human: bool = True
@@ -81,9 +88,9 @@ class CompressionConfig:
     max_input_tokens: int | None = None  # None: 8192 minus the answer's max_tokens
     summary_tokenizer: str | None = None  # the summary model's tokenizer folder, for the input guard
     cache: bool = True
-    cache_dir: str | None = None  # the summary cache's folder; None: beside the output (engines/paths.py)
+    cache_dir: str | None = None  # the summary cache's folder; None: beside the output (engines/flow/paths.py)
     summary_style: str = "prose"  # prose, or handoff: the Markdown sections an agent's own compaction writes
-    # Summaries bought through the endpoint's Files and Batches API in rounds (engines/batch.py), not one call each.
+    # Summaries bought through the endpoint's Files and Batches API in rounds (engines/summaries/batch_rounds.py), not one call each.
     batch: bool = False
     batch_max_requests: int = 50_000  # a batch file's requests at most (OpenAI's limit)
     batch_max_bytes: int = 200_000_000  # and its size
@@ -97,8 +104,10 @@ class CompressionConfig:
         "\n\nNote: part of the earlier conversation has been condensed into a summary to fit the context window."
     )
     output_suffix: str = "_compressed"
+    segment_field: str = "segment"  # with segments: each row's {"index", "count"}
+    train_field: str = "train"  # with segments: a ShareGPT turn's not-trained mark (false)
     # processing
-    num_workers: int = 1  # worker processes compressing rows; 0: one per usable core (engines/workers.py)
+    num_workers: int = 1  # worker processes compressing rows; 0: one per usable core (engines/runners/workers.py)
     max_concurrent_requests: int = 50
     skip_under_target: bool = True
     save_over_limit: bool = True
@@ -106,6 +115,8 @@ class CompressionConfig:
     on_failure: str = "keep"
     max_consecutive_failures: int = 50
     max_rows_in_memory: int = 1000
+    # every summary the output used, as a training row (a local .jsonl; --summary-examples); None: not written
+    summary_examples_file: str | None = None
     # metrics
     metrics_enabled: bool = True
     metrics_per_trajectory: bool = True
@@ -120,82 +131,14 @@ class CompressionConfig:
 
     def to_sections(self) -> dict[str, dict[str, Any]]:
         """The effective config in the YAML section layout (for the report and resume fingerprints);
-        the pruning keys only when pruning is on, so that runs without it keep their reports' bytes."""
+        the pruning and segment keys only when they are on, and the examples file only when set, so that
+        runs without them keep their reports' bytes."""
         return {
             section: {key: getattr(self, name) for key, name in keys.items()
-                      if self.prune or not name.startswith("prune")}
+                      if (self.prune or not name.startswith("prune")) and (self.segments or name not in SEGMENT_KEYS)
+                      and (name != "summary_examples_file" or self.summary_examples_file is not None)}
             for section, keys in LAYOUT.items()
         }
-
-
-# YAML section -> {yaml key -> dataclass field}. The seven sections after `input` and their keys are
-# the reference's `trajectory_compression.yaml`; the extra keys are trajcomp's own.
-LAYOUT: dict[str, dict[str, str]] = {
-    "input": {"format": "input_format", "roles": "input_roles", "dialect": "input_dialect"},
-    "tokenizer": {"name": "tokenizer_name", "trust_remote_code": "trust_remote_code", "chat_template": "chat_template"},
-    "compression": {
-        "target_max_tokens": "target_max_tokens",
-        "summary_target_tokens": "summary_target_tokens",
-        "count_mode": "count_mode",
-        "chat_roles": "chat_roles",
-        "max_passes": "max_passes",
-        "prune": "prune", "prune_min_chars": "prune_min_chars", "prune_style": "prune_style",
-        "prune_template": "prune_template",
-    },
-    "protected_turns": {
-        "first_system": "protect_first_system",
-        "first_human": "protect_first_human",
-        "first_gpt": "protect_first_gpt",
-        "first_tool": "protect_first_tool",
-        "last_n_turns": "protect_last_n_turns",
-    },
-    "summarization": {
-        "summarizer": "summarizer",
-        "model": "summarization_model",
-        "base_url": "base_url",
-        "api_key_env": "api_key_env",
-        "temperature": "temperature",
-        "max_retries": "max_retries",
-        "retry_delay": "retry_delay",
-        "request_timeout": "request_timeout",
-        "prompt_file": "prompt_file",
-        "max_input_tokens": "max_input_tokens",
-        "tokenizer": "summary_tokenizer",
-        "cache": "cache",
-        "cache_dir": "cache_dir",
-        "style": "summary_style",
-        "batch": "batch",
-        "batch_max_requests": "batch_max_requests",
-        "batch_max_bytes": "batch_max_bytes",
-        "batch_poll_seconds": "batch_poll_seconds",
-        "checks": "summary_checks",
-        "check_thresholds": "check_thresholds",
-    },
-    "output": {
-        "summary_prefix": "summary_prefix",
-        "add_summary_notice": "add_summary_notice",
-        "summary_notice_text": "summary_notice_text",
-        "output_suffix": "output_suffix",
-    },
-    "processing": {
-        "num_workers": "num_workers",
-        "max_concurrent_requests": "max_concurrent_requests",
-        "skip_under_target": "skip_under_target",
-        "save_over_limit": "save_over_limit",
-        "per_trajectory_timeout": "per_trajectory_timeout",
-        "on_failure": "on_failure",
-        "max_consecutive_failures": "max_consecutive_failures",
-        "max_rows_in_memory": "max_rows_in_memory",
-    },
-    "metrics": {
-        "enabled": "metrics_enabled",
-        "per_trajectory": "metrics_per_trajectory",
-        "output_file": "metrics_output_file",
-    },
-}
-
-# Keys some versions of the reference wrote under another name.
-ALIASES = {("protected_turns", "first_assistant"): "protect_first_gpt"}
 
 
 # Fields whose default None stands for a number worked out from others.
@@ -218,70 +161,78 @@ def _expected_type(name: str) -> tuple[type, ...]:
     return (str, type(None)) if default is None else (str,)
 
 
-def _key(name: str) -> str:
-    """A field as the config file names it (protect_last_n_turns -> protected_turns.last_n_turns)."""
-    return next((f"{section}.{key}" for section, keys in LAYOUT.items() for key, field_name in keys.items()
-                 if field_name == name), name)
-
-
 def validate(cfg: CompressionConfig) -> None:
     """Reject values no run could use, naming the key as the config file spells it."""
     for f in dataclasses.fields(cfg):
         value = getattr(cfg, f.name)
         types = _expected_type(f.name)
         if not isinstance(value, types) or (bool not in types and isinstance(value, bool)):
-            raise ConfigError(f"{_key(f.name)} must be {types[0].__name__}, got {value!r}")
+            raise ConfigError(f"{key_of(f.name)} must be {types[0].__name__}, got {value!r}")
         if isinstance(value, float) and not math.isfinite(value):
-            raise ConfigError(f"{_key(f.name)} must be a finite number, got {value!r}")
+            raise ConfigError(f"{key_of(f.name)} must be a finite number, got {value!r}")
     positive = ("target_max_tokens", "summary_target_tokens", "max_concurrent_requests",
                 "max_rows_in_memory", "max_passes", "max_input_tokens", "batch_max_requests", "batch_max_bytes",
                 "batch_poll_seconds")
     for name in positive:
         if getattr(cfg, name) is not None and getattr(cfg, name) <= 0:
-            raise ConfigError(f"{_key(name)} must be > 0, got {getattr(cfg, name)}")
+            raise ConfigError(f"{key_of(name)} must be > 0, got {getattr(cfg, name)}")
     for name in ("protect_last_n_turns", "prune_min_chars", "max_retries", "retry_delay", "temperature", "max_consecutive_failures",
                  "num_workers"):
         if getattr(cfg, name) < 0:
-            raise ConfigError(f"{_key(name)} must be >= 0, got {getattr(cfg, name)}")
+            raise ConfigError(f"{key_of(name)} must be >= 0, got {getattr(cfg, name)}")
     for name in ("request_timeout", "per_trajectory_timeout"):
         if getattr(cfg, name) <= 0:
-            raise ConfigError(f"{_key(name)} must be > 0 seconds, got {getattr(cfg, name)}")
+            raise ConfigError(f"{key_of(name)} must be > 0 seconds, got {getattr(cfg, name)}")
     if cfg.summary_target_tokens >= cfg.target_max_tokens:
         raise ConfigError(
-            f"{_key('summary_target_tokens')} ({cfg.summary_target_tokens}) must be smaller than "
-            f"{_key('target_max_tokens')} ({cfg.target_max_tokens})"
+            f"{key_of('summary_target_tokens')} ({cfg.summary_target_tokens}) must be smaller than "
+            f"{key_of('target_max_tokens')} ({cfg.target_max_tokens})"
         )
+    _validate_segments(cfg)
     if cfg.on_failure not in ON_FAILURE_CHOICES:
-        raise ConfigError(f"{_key('on_failure')} must be one of {', '.join(ON_FAILURE_CHOICES)}, got {cfg.on_failure!r}")
+        raise ConfigError(f"{key_of('on_failure')} must be one of {', '.join(ON_FAILURE_CHOICES)}, got {cfg.on_failure!r}")
     if cfg.summary_style not in STYLES:
-        raise ConfigError(f"{_key('summary_style')} must be one of {', '.join(STYLES)}, got {cfg.summary_style!r}")
+        raise ConfigError(f"{key_of('summary_style')} must be one of {', '.join(STYLES)}, got {cfg.summary_style!r}")
     if not cfg.summary_prefix.strip():
-        raise ConfigError(f"{_key('summary_prefix')} must not be empty: it marks the summary turn for the model")
+        raise ConfigError(f"{key_of('summary_prefix')} must not be empty: it marks the summary turn for the model")
     if style_problem(cfg.prune_style, cfg.prune_template):
         raise ConfigError(f"compression.{style_problem(cfg.prune_style, cfg.prune_template)}")
     if cfg.count_mode not in COUNT_MODES:
-        raise ConfigError(f"{_key('count_mode')} must be one of {', '.join(COUNT_MODES)}, got {cfg.count_mode!r}")
+        raise ConfigError(f"{key_of('count_mode')} must be one of {', '.join(COUNT_MODES)}, got {cfg.count_mode!r}")
     _validate_chat_roles(cfg.chat_roles)
     enabled_checks(cfg.summary_checks)
     _validate_thresholds(cfg.check_thresholds)
     if cfg.input_format not in INPUT_FORMATS:
-        raise ConfigError(f"{_key('input_format')} must be one of {', '.join(INPUT_FORMATS)}, got {cfg.input_format!r}")
+        raise ConfigError(f"{key_of('input_format')} must be one of {', '.join(INPUT_FORMATS)}, got {cfg.input_format!r}")
     if cfg.input_dialect not in DIALECTS:
-        raise ConfigError(f"{_key('input_dialect')} must be one of {', '.join(DIALECTS)}, got {cfg.input_dialect!r}")
+        raise ConfigError(f"{key_of('input_dialect')} must be one of {', '.join(DIALECTS)}, got {cfg.input_dialect!r}")
     _validate_roles(cfg.input_roles)
     if not re.match(r"https?://[^/\s]+", cfg.base_url):
-        raise ConfigError(f"{_key('base_url')} must be an http:// or https:// URL, got {cfg.base_url!r}")
+        raise ConfigError(f"{key_of('base_url')} must be an http:// or https:// URL, got {cfg.base_url!r}")
+
+
+def _validate_segments(cfg: CompressionConfig) -> None:
+    if not 0 <= cfg.summary_ratio <= 1:
+        raise ConfigError(f"{key_of('summary_ratio')} must be between 0 and 1, got {cfg.summary_ratio}")
+    if not 0 < cfg.summary_min_tokens <= cfg.summary_max_tokens:
+        raise ConfigError(f"{key_of('summary_min_tokens')} ({cfg.summary_min_tokens}) must be > 0 and at most "
+                          f"{key_of('summary_max_tokens')} ({cfg.summary_max_tokens})")
+    if cfg.tail_tokens < 0:
+        raise ConfigError(f"{key_of('tail_tokens')} must be >= 0, got {cfg.tail_tokens}")
+    for name in ("segment_field", "train_field"):
+        if not getattr(cfg, name):
+            raise ConfigError(f"{key_of(name)} must name a field, got {getattr(cfg, name)!r}")
 
 
 def _validate_chat_roles(roles: dict) -> None:
     for role, chat_role in roles.items():
         if role not in DEFAULT_CHAT_ROLES:
-            raise ConfigError(f"{_key('chat_roles')} has unknown role {role!r} (roles: {', '.join(DEFAULT_CHAT_ROLES)})")
+            raise ConfigError(f"{key_of('chat_roles')} has unknown role {role!r} (roles: {', '.join(DEFAULT_CHAT_ROLES)})")
         if not isinstance(chat_role, str) or not chat_role:
-            raise ConfigError(f"{_key('chat_roles')}.{role} must be a role name, got {chat_role!r}")
+            raise ConfigError(f"{key_of('chat_roles')}.{role} must be a role name, got {chat_role!r}")
     missing = [r for r in DEFAULT_CHAT_ROLES if r not in roles]
     if missing:
-        raise ConfigError(f"{_key('chat_roles')} must map every role; missing: {', '.join(missing)}")
+        raise ConfigError(f"{key_of('chat_roles')} must map every role; missing: {', '.join(missing)}")
 
 
 def enabled_checks(value: str) -> tuple[str, ...]:
@@ -293,7 +244,7 @@ def enabled_checks(value: str) -> tuple[str, ...]:
         return ()
     unknown = [n for n in names if n not in CHECK_NAMES]
     if unknown:
-        raise ConfigError(f"{_key('summary_checks')} has unknown check {unknown[0]!r} "
+        raise ConfigError(f"{key_of('summary_checks')} has unknown check {unknown[0]!r} "
                           f"(all, none, or some of: {', '.join(CHECK_NAMES)})")
     return tuple(n for n in CHECK_NAMES if n in names)
 
@@ -301,16 +252,16 @@ def enabled_checks(value: str) -> tuple[str, ...]:
 def _validate_thresholds(values: dict) -> None:
     for name, value in values.items():
         if name not in DEFAULT_CHECK_THRESHOLDS:
-            raise ConfigError(f"{_key('check_thresholds')} has unknown key {name!r} "
+            raise ConfigError(f"{key_of('check_thresholds')} has unknown key {name!r} "
                               f"(known: {', '.join(DEFAULT_CHECK_THRESHOLDS)})")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
-            raise ConfigError(f"{_key('check_thresholds')}.{name} must be a number >= 0, got {value!r}")
+            raise ConfigError(f"{key_of('check_thresholds')}.{name} must be a number >= 0, got {value!r}")
 
 
 def _validate_roles(roles: dict) -> None:
     for name, role in roles.items():
         if not isinstance(name, str) or role not in ROLES:
-            raise ConfigError(f"{_key('input_roles')} maps role names to one of {', '.join(ROLES)}, got {name!r}: {role!r}")
+            raise ConfigError(f"{key_of('input_roles')} maps role names to one of {', '.join(ROLES)}, got {name!r}: {role!r}")
 
 
 def _merged_roles(value: Any, source: str) -> Any:

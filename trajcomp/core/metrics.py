@@ -50,6 +50,12 @@ class RowMetrics:
     deduplicated_outputs: int = 0
     pruned_tokens: int = 0
     summary_avoided: bool = False  # fit by stubs, summarized without them (the report's count; not in the row)
+    # The output rows this input row became (compression.segments; one without), the summaries they
+    # used, and the input's assistant tokens: all of them, and those trained (new and unmarked in a row).
+    segments: int = 1
+    summaries: int = 0
+    assistant_tokens: int = 0
+    assistant_tokens_trained: int = 0
 
     @property
     def fell_back_on_checks(self) -> bool:
@@ -212,6 +218,13 @@ class Aggregate:
     pruned_outputs: int = 0
     deduplicated_outputs: int = 0
     pruned_tokens: int = 0
+    # Rows out (an input row with segments gives several), input rows by their number of output rows
+    # (str(n) -> rows), the summaries the output used, and the input's assistant tokens, all and trained.
+    rows_out: int = 0
+    segment_counts: Counter = field(default_factory=Counter)
+    summaries: int = 0
+    assistant_tokens: int = 0
+    assistant_tokens_trained: int = 0
     worst: list = field(default_factory=list)  # at most WORST_ROWS rows most over the limit, worst first
     reject_reasons: Counter = field(default_factory=Counter)
     not_sampled: int = 0
@@ -245,9 +258,17 @@ class Aggregate:
             self.assistant_counts[bin_index(m.assistant_tokens_kept, RETENTION_EDGES)] += 1
         self.human_turns_cut += m.human_turns_cut
         self.rows_with_human_turns_cut += m.human_turns_cut > 0
+        self._add_segments(m)
         self._add_checks(m)
         self._add_pruning(m)
         self._note_worst(m, m.status, source, line)
+
+    def _add_segments(self, m: RowMetrics) -> None:
+        self.rows_out += m.segments
+        self.segment_counts[str(m.segments)] += 1
+        self.summaries += m.summaries
+        self.assistant_tokens += m.assistant_tokens
+        self.assistant_tokens_trained += m.assistant_tokens_trained
 
     def _add_pruning(self, m: RowMetrics) -> None:
         if not m.pruned_outputs:

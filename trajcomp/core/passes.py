@@ -31,6 +31,7 @@ class Attempt:
     text_tokens: int  # of the summarizer's own text
     sourced: Sourced
     region: Region
+    request: SummaryRequest
     # The summary turn is over its budget because the summarizer wrote more than its room. (Within the
     # budget a long summary only crowds the index out: asking again would not shorten the row, since
     # the index fills what a shorter summary leaves.)
@@ -82,14 +83,16 @@ class Passes:
         self.sourcing, self.assembler = sourcing, assembler
 
     async def run(self, native, fmt, turns: Sequence[Turn], measured: Measured, p: Plan,
-                  original: Measured | None = None):
-        """The compressed turns and their metrics, or the row as it was when no summary could be had.
+                  original: Measured | None = None, previous: str | None = None, covered: int = 0):
+        """The compressed turns, their metrics, and the pass whose row was kept; the row as it was when no
+        summary could be had or none saved anything (then no pass: None).
 
         A pruned row (core/prune_fit.py) is `native` and `measured` with its stubs, while `turns` and
-        `original` are the input's: summaries are written from the original turns, never from stubs."""
+        `original` are the input's: summaries are written from the original turns, never from stubs.
+        `previous` summarizes the region's first `covered` turns (an earlier compaction's): it is updated."""
         target = self.config.target_max_tokens
         tally, best, last = Tally(), None, None
-        stated, previous, covered, more, region = None, None, 0, 0, None
+        stated, more, region = None, 0, None
         while True:
             if region is None or region.span != (p.start, p.end):  # a firmer re-ask keeps its region
                 region = await asyncio.to_thread(self.assembler.region, turns, p, self.sourcing.summarizer.secrets())
@@ -106,10 +109,10 @@ class Passes:
                 if best is None:
                     return native, unchanged(
                         Outcome.FAILED, turns, measured, target, (p.start, p.end), tally=tally, error=str(exc),
-                    )
+                    ), None
                 break  # an earlier pass's summary stands
             tally.add(sourced.summary.api_calls, sourced.summary.errors, sourced.summary.checks_failed)
-            last = await self._attempt(native, fmt, turns, measured, p, sourced, region)
+            last = await self._attempt(native, fmt, turns, measured, p, sourced, region, request)
             if best is None or last.tokens < best.tokens:
                 best = last
             if last.tokens <= target or tally.passes >= self.config.max_passes:
@@ -127,10 +130,11 @@ class Passes:
                     previous, covered, p = sourced.summary.text, p.end - p.start, wider
                 elif not last.overshot:
                     break  # the region is as wide as it may be and the summary within its room
-        return self._result(native, turns, measured, best, last, tally)
+        out, metrics = self._result(native, turns, measured, best, last, tally)
+        return out, metrics, (best if out is best.out else None)
 
     async def _attempt(self, native, fmt, turns, measured: Measured, p: Plan, sourced: Sourced,
-                       region: Region) -> Attempt:
+                       region: Region, request: SummaryRequest) -> Attempt:
         made = await asyncio.to_thread(self.assembler.assemble, native, fmt, turns, p, sourced.summary.text, region)
         if self.lengths.mode == "turns":  # a turn's count does not depend on its neighbours: count what changed
             costs = measured.costs
@@ -141,7 +145,8 @@ class Passes:
             messages = fmt.chat_messages(made.out, self.config.chat_roles)
             tokens = await asyncio.to_thread(self.lengths.measure_edit, measured, messages)
         overshot = made.body_tokens > self.assembler.body_budget and made.text_tokens > region.room
-        return Attempt(made.out, tokens, p, made.body, made.body_tokens, made.text_tokens, sourced, region, overshot)
+        return Attempt(made.out, tokens, p, made.body, made.body_tokens, made.text_tokens, sourced, region, request,
+                       overshot)
 
     def _text_costs(self, measured: Measured, p: Plan) -> tuple[int, ...] | None:
         """The region's turns' token counts, when counting was by turns (a template's costs hold its markup too)."""

@@ -50,6 +50,9 @@ class Plan:
     # The turn right after the region is a human turn: the summary opens it instead of
     # standing alone, so that two human turns never follow each other.
     merge_into_next: bool = False
+    # The turn right before the region is the head's human turn (compression.segments in a row that keeps
+    # an alternation): the summary joins it.
+    merge_into_prev: bool = False
     # Over the target even with everything between the protected head and tail summarized.
     cannot_fit: bool = False
     limit: int = 0  # where the region would have to stop at the latest
@@ -70,7 +73,7 @@ def plan(roles: Sequence[str], counts: Sequence[int], params: PlanParams, fixed:
     if region_tokens <= params.summary_tokens:
         return Plan(Decision.NO_NET_SAVINGS, total, start, end, region_tokens, cannot_fit=True, limit=limit)
     merge = end < n and roles[end] == "human"
-    return Plan(Decision.COMPRESS, total, start, end, region_tokens, merge, region_tokens < need, limit)
+    return Plan(Decision.COMPRESS, total, start, end, region_tokens, merge, cannot_fit=region_tokens < need, limit=limit)
 
 
 def summarizable(roles: Sequence[str], params: PlanParams, parity: int | None = None) -> tuple[int, int]:

@@ -6,8 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .config import CompressionConfig
+from .row_result import SummaryExample
 from .summarizer import Summarizer, Summary, SummaryError, SummaryRequest, make_summarizer
 from .tokens import TokenCounter
+
+EXAMPLE_SYSTEM = "Summarize the turns below for the agent that continues this session."
 
 
 @dataclass(frozen=True)
@@ -39,3 +42,14 @@ class Sourcing:
                 raise SummaryError(f"{failed}; {self.fallback.name} failed: {also}", exc.api_calls, exc.errors,
                                    exc.checks_failed) from None
             return Sourced(Summary(summary.text, exc.api_calls, exc.errors, exc.checks_failed), self.fallback.name, failed)
+
+    def example(self, request: SummaryRequest, summary: str, segment: int) -> SummaryExample:
+        """A summary an output row used, as training data: the summarizer's request as chat messages (its own
+        body, or, for one that sends none, the turns under a plain instruction) and the summary."""
+        body = self.summarizer.request_body(request)
+        if body and isinstance(body.get("messages"), list):
+            messages = [{"role": m["role"], "content": m["content"]} for m in body["messages"]]
+        else:
+            turns = "\n\n".join(f"[{t.role}]\n{t.text}" for t in request.turns)
+            messages = [{"role": "system", "content": EXAMPLE_SYSTEM}, {"role": "user", "content": turns}]
+        return SummaryExample(messages, summary, segment)

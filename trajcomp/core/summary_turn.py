@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
+from . import compaction
 from .rows import Turn
 
 PROSE, HANDOFF = "prose", "handoff"
@@ -39,10 +40,13 @@ class UserWords:
     task: str | None = None  # handoff's Active Task: the latest user request in or before the region
 
 
-def user_words(turns: Sequence[Turn], start: int, end: int, cap: int, counter, with_task: bool) -> UserWords:
-    """The human texts of turns[start:end], most recent first, cut at `cap` tokens; and the task when asked."""
-    texts = [t.text for t in reversed(turns[start:end]) if t.role == "human"]
-    before = next((t.text for t in reversed(turns[:start]) if t.role == "human"), None)
+def user_words(turns: Sequence[Turn], start: int, end: int, cap: int, counter, with_task: bool,
+               prefix: str = "") -> UserWords:
+    """The human texts of turns[start:end], most recent first, cut at `cap` tokens; and the task when asked.
+    A compaction summary (compaction.is_summary) is no user's words, whatever its role."""
+    said = [t.text for t in turns[:end] if t.role == "human" and not compaction.is_summary(t.text, prefix)]
+    texts = [t.text for t in reversed(turns[start:end]) if t.role == "human" and not compaction.is_summary(t.text, prefix)]
+    before = said[len(said) - len(texts) - 1] if len(said) > len(texts) else None
     extra = [before] if with_task and not texts and before is not None else []
     kept, was_cut = _capped(texts + extra, cap, counter)
     task = kept[0] if with_task and kept else None

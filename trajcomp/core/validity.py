@@ -5,6 +5,11 @@ follows no call, two human turns in a row, LLaMA-Factory's alternation broken. A
 break nothing its input did not, and keeps its last turn's role (`new_problems`): the row core's
 promise, property-tested in every dialect (tests/test_validity.py).
 
+A segment row that the next one continues (`continued`, ShareGPT dialects) may end on a call: in
+LLaMA-Factory's alternation a row ends on the assistant's side, and in a chain of calls each such turn is
+a call, so no cut keeps a call and its observation in one row. The segment ends on the call (LLaMA-Factory
+trains the last turn), and the next segment's carried tail opens with that call and its observation.
+
 Calls and results, by dialect:
 - Hermes ShareGPT: a gpt turn holding `<tool_call>` blocks, answered by the `tool` turn(s) right after it;
 - LLaMA-Factory: a `function_call` turn, answered by the `observation` right after it;
@@ -27,8 +32,9 @@ ALTERNATION_BROKEN = "alternation_broken"
 LAST_ROLE_CHANGED = "last_role_changed"
 
 
-def problems(native: Sequence[Any], fmt) -> Counter:
-    """How often the row breaks each rule (an empty Counter: a row a trainer takes as it is)."""
+def problems(native: Sequence[Any], fmt, continued: bool = False) -> Counter:
+    """How often the row breaks each rule (an empty Counter: a row a trainer takes as it is); a `continued`
+    row's last call is answered in the next segment."""
     turns = fmt.turns(native)
     roles = [t.role for t in turns]
     found: Counter = Counter()
@@ -36,7 +42,7 @@ def problems(native: Sequence[Any], fmt) -> Counter:
     if isinstance(fmt, OpenAIMessages):
         _openai_pairs(native, found)
     else:
-        _turn_pairs([_is_call(fmt, native[i], turns[i]) for i in range(len(turns))], roles, found)
+        _turn_pairs([_is_call(fmt, native[i], turns[i]) for i in range(len(turns))], roles, found, continued)
     if getattr(fmt, "alternation", False) and alternation_parity(roles) is None:
         found[ALTERNATION_BROKEN] = 1
     return +found  # only what is there
@@ -57,10 +63,11 @@ def _is_call(fmt, turn: dict, view) -> bool:
     return turn.get(fmt.role_key) == "function_call" or "<tool_call>" in view.text
 
 
-def _turn_pairs(calls: list[bool], roles: list[str], found: Counter) -> None:
-    """ShareGPT dialects: a call is followed by a result; a result follows a call or another result."""
+def _turn_pairs(calls: list[bool], roles: list[str], found: Counter, continued: bool) -> None:
+    """ShareGPT dialects: a call is followed by a result (the last turn's, in a continued row, in the next
+    segment); a result follows a call or another result."""
     for i, role in enumerate(roles):
-        if calls[i] and (i + 1 == len(roles) or roles[i + 1] != "tool"):
+        if calls[i] and (roles[i + 1] != "tool" if i + 1 < len(roles) else not continued):
             found[CALL_UNANSWERED] += 1
         if role == "tool" and (i == 0 or not (calls[i - 1] or roles[i - 1] == "tool")):
             found[RESULT_WITHOUT_CALL] += 1

@@ -27,6 +27,7 @@ from .schema import (
     Report,
     Retention,
     Rows,
+    Segments,
     Summarization,
     Summary,
     TokenizerInfo,
@@ -90,6 +91,7 @@ def from_aggregate(
         human_turns_cut=HumanTurnsCut(agg.human_turns_cut, agg.rows_with_human_turns_cut),
         passes=dict(sorted(agg.passes.items(), key=lambda kv: int(kv[0]))),
         pruning=pruning(agg) if (config.get("compression") or {}).get("prune") else None,
+        segments=segments(agg) if (config.get("compression") or {}).get("segments") else None,
         worst_rows=[WorstRow(**row) for row in agg.worst_rows()],
         tokenizer=tokenizer,
         config=config,
@@ -114,6 +116,14 @@ def pruning(agg: Aggregate) -> Pruning:
     """The pruning section (summaries_avoided: prune_fit.summary_avoided, row by row)."""
     return Pruning(agg.pruned_rows, agg.pruned_fit_rows, agg.pruned_outputs, agg.deduplicated_outputs,
                    agg.pruned_tokens, agg.summaries_avoided)
+
+
+def segments(agg: Aggregate) -> Segments:
+    """The segments section: rows in and out, input rows by their output rows, summaries, assistant tokens trained."""
+    share = round(agg.assistant_tokens_trained / agg.assistant_tokens, 4) if agg.assistant_tokens else None
+    counts = dict(sorted(agg.segment_counts.items(), key=lambda kv: int(kv[0])))
+    return Segments(agg.rows_written, agg.rows_out, counts, agg.summaries, agg.assistant_tokens,
+                    agg.assistant_tokens_trained, share)
 
 
 def lengths(before, after) -> Lengths:

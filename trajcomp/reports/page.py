@@ -66,8 +66,20 @@ def _key_figures(r: Report) -> str:
         items += [("tool outputs pruned", number(r.pruning.outputs_pruned)),
                   ("rows fit with no summary", number(r.pruning.rows_fit_without_summary)),
                   ("tokens saved by pruning", number(r.pruning.tokens_saved))]
+    if r.segments is not None:
+        items += _segment_figures(r.segments)
     cells = "".join(f"<div><dt>{escape(k)}</dt><dd>{escape(v)}</dd></div>" for k, v in items)
     return f'<section aria-label="key figures"><dl class=figures>{cells}</dl></section>'
+
+
+def _segment_figures(seg) -> list[tuple[str, str]]:
+    """compression.segments' figures: rows in and out, input rows by segments, what is trained."""
+    per_row = ", ".join(f"{k}: {v}" for k, v in seg.segments_per_row.items())
+    trained = f" ({seg.trained_share:.1%})" if seg.trained_share is not None else ""
+    return [("rows in → out", f"{number(seg.rows_in)} → {number(seg.rows_out)}"),
+            ("input rows by segments", per_row or "-"),
+            ("summaries used", number(seg.summaries)),
+            ("assistant tokens trained", f"{number(seg.assistant_tokens_trained)} of {number(seg.assistant_tokens)}{trained}")]
 
 
 def _summarizer_section(reports: Sequence[Report], names: Sequence[str]) -> str:

@@ -23,9 +23,15 @@ def render_rows(views: Sequence[RowView], full: bool = False, width: int = WIDTH
     return out
 
 
+def _segment(view: RowView) -> str:
+    seg = view.segment
+    return f" · segment {seg.get('index', 0) + 1} of {seg.get('count', '?')}" if seg else ""
+
+
 def render_row(view: RowView, full: bool, width: int = WIDTH) -> Text:
     out = Text()
-    title = f"row {view.row}" + (f" · id {view.id}" if view.has_id else "") + f" · {view.status or 'status unknown'}"
+    title = f"row {view.row}" + (f" · id {view.id}" if view.has_id else "") + _segment(view) \
+        + f" · {view.status or 'status unknown'}"
     out.append(f"── {title} ", style="bold")
     out.append(f"({view.source}{', input ' + view.input_where if view.input_where else ''})\n", style="dim")
     out.append(_figures(view) + "\n")

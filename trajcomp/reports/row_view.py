@@ -54,6 +54,7 @@ class RowView:
     has_id: bool = False
     notes: list[str] = field(default_factory=list)  # what cannot be known about this row
     originals: dict[int, TurnView] = field(default_factory=dict)  # with the input: kept turn -> the output its stub replaced
+    segment: dict[str, Any] | None = None  # compression.segments: {"index", "count"} of this output row
 
     @property
     def summary_index(self) -> int | None:
@@ -67,7 +68,10 @@ class RowView:
 
     @property
     def tokens_after(self) -> int:
-        return self.metrics.get("compressed_tokens") if self.metrics is not None else sum(t.tokens for t in self.kept)
+        if self.metrics is None:
+            return sum(t.tokens for t in self.kept)
+        # A segment's own length; compressed_tokens is its input row's longest segment.
+        return self.metrics.get("segment_tokens" if self.segment else "compressed_tokens")
 
     def to_dict(self) -> dict[str, Any]:
         """The row as `show --json` prints it."""
@@ -75,6 +79,8 @@ class RowView:
         out: dict[str, Any] = {"row": self.row, "output": self.source}
         if self.has_id:
             out["id"] = self.id
+        if self.segment is not None:
+            out["segment"] = self.segment
         out.update({
             "status": self.status, "tokens_before": self.tokens_before, "tokens_after": self.tokens_after,
             "summary": self.kept[k].text if k is not None else None,
@@ -90,7 +96,8 @@ class RowView:
 
 
 def build_views(rows: Sequence[tuple[int, dict[str, Any], Paired | None]], counter, schema: RowSchema,
-                params: PlanParams, prefix: str, target: int | None, source: str = "") -> list[RowView]:
+                params: PlanParams, prefix: str, target: int | None, source: str = "",
+                segment_field: str = "segment") -> list[RowView]:
     """Views of the rows (position, output row, its input when paired), every turn counted in one call;
     `target`: the run's target_max_tokens, when its report is at hand."""
     read = [(turns_of(out, schema) or ([], []))[1] for _, out, _ in rows]
@@ -101,10 +108,11 @@ def build_views(rows: Sequence[tuple[int, dict[str, Any], Paired | None]], count
     views = []
     for i, (position, out, paired) in enumerate(rows):
         metrics = out.get(METRICS_KEY) if isinstance(out.get(METRICS_KEY), dict) else None
-        shape = shape_of(metrics, read[i], prefix)
+        segment = out.get(segment_field) if isinstance(out.get(segment_field), dict) else None
+        shape = shape_of(None if segment else metrics, read[i], prefix)  # a segment's summary: by its prefix
         kept = [TurnView(t.role, t.text, n, j == shape.summary) for j, (t, n) in enumerate(zip(read[i], counted[i]))]
         view = RowView(position, out.get("id"), metrics, _status(metrics), kept, source, target=target,
-                       has_id="id" in out)
+                       has_id="id" in out, segment=segment)
         if paired is not None:
             inputs = [TurnView(t.role, t.text, n) for t, n in zip(read_in[i], counted[len(rows) + i])]
             view.input_where, view.input_turns, view.region = paired.where, inputs, paired.region

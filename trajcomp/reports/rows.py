@@ -46,21 +46,40 @@ class Brief:
     tokens: int = 0
     changed: bool = False
     file: int = 0
+    segment: int | None = None  # compression.segments: this row's index among its input row's segments
 
 
-def brief(position: int, row: Any, file: int = 0) -> Brief:
+def brief(position: int, row: Any, file: int = 0, segment_field: str = "segment") -> Brief:
     metrics = row.get(METRICS_KEY) if isinstance(row, dict) else None
+    seg = row.get(segment_field) if isinstance(row, dict) else None
+    index = seg.get("index") if isinstance(seg, dict) and isinstance(seg.get("index"), int) else None
     if not isinstance(metrics, dict):
-        return Brief(position, _id(row), None, file=file)
+        return Brief(position, _id(row), None, file=file, segment=index)
     status = metrics.get("status")
     return Brief(position, _id(row), OVER if status == "still_over" else status, bool(metrics.get("still_over_limit")),
-                 metrics.get("compressed_tokens", 0), bool(metrics.get("was_compressed")), file)
+                 metrics.get("compressed_tokens", 0), bool(metrics.get("was_compressed")), file, index)
 
 
-def briefs_of(outputs: Sequence[Path]) -> list[Brief]:
+def briefs_of(outputs: Sequence[Path], segment_field: str = "segment") -> list[Brief]:
     """Every row of the outputs, in order."""
-    return [brief(position, row, i) for i, output in enumerate(outputs)
+    return [brief(position, row, i, segment_field) for i, output in enumerate(outputs)
             for position, (_, row) in enumerate(records([output]), 1)]
+
+
+def with_segments(briefs: Sequence[Brief], chosen: Sequence[Brief]) -> list[Brief]:
+    """The chosen rows, each with the other segments of its input row, one after another in order."""
+    out: dict[tuple[int, int], Brief] = {}
+    for b in chosen:
+        if b.segment is None:
+            out.setdefault(_order(b), b)
+            continue
+        at = briefs.index(b) - b.segment  # the input row's first segment
+        out.setdefault(_order(briefs[at]), briefs[at])
+        for later in briefs[at + 1:]:
+            if later.file != b.file or not later.segment:
+                break
+            out.setdefault(_order(later), later)
+    return list(out.values())
 
 
 def _id(row: Any) -> Any:
@@ -149,14 +168,16 @@ def _statuses(briefs: Sequence[Brief]) -> str:
 def views(output: Path, inputs: Sequence[Path], choice: Choice, counter, run: Run) -> list[RowView]:
     """The chosen rows of `output`, paired with their input rows when `inputs` are given (PairingError when
     they do not match, NotFound when no row is as asked, InputError when a file cannot be read)."""
-    return views_at(output, inputs, [b.position for b in pick(briefs_of([output]), choice)], counter, run)
+    briefs = briefs_of([output], run.config.segment_field)
+    return views_at(output, inputs, [b.position for b in with_segments(briefs, pick(briefs, choice))], counter, run)
 
 
 def folder_views(folder: Path, outputs: Sequence[Path], choice: Choice, counter, run: Run) -> list[RowView]:
     """The chosen rows across the outputs of a folder run under `folder` (by id, status or any, not by
     position), each named by its path below the folder; NotFound when no row is as asked."""
     files = [((), output, output.relative_to(folder).as_posix()) for output in outputs]
-    return _views_of(files, pick(briefs_of(outputs), choice), counter, run)
+    briefs = briefs_of(outputs, run.config.segment_field)
+    return _views_of(files, with_segments(briefs, pick(briefs, choice)), counter, run)
 
 
 def _views_of(files: Sequence[tuple[Sequence[Path], Path, str | None]], chosen: Sequence[Brief], counter,
@@ -176,7 +197,9 @@ def views_at(output: Path, inputs: Sequence[Path], positions: Sequence[int], cou
     schema, prefix = RowSchema.from_config(run.config), run.config.summary_prefix
     wanted, chosen = set(positions), {}
     outs = ((position, row if isinstance(row, dict) else {}) for position, (_, row) in enumerate(records([output]), 1))
-    if inputs:
+    first = next(records([output]), (None, None))[1]
+    segmented = isinstance(first, dict) and run.config.segment_field in first
+    if inputs and not segmented:  # segments are shown one after another, not paired with input rows
         shaped = ((position, row, shape_for(row, schema, prefix)) for position, row in outs)
         for position, row, paired in pair(shaped, records(inputs), schema):
             if position in wanted:
@@ -188,7 +211,8 @@ def views_at(output: Path, inputs: Sequence[Path], positions: Sequence[int], cou
     rows = [(position, *chosen[position]) for position in positions if position in chosen]
     params = PlanParams.from_config(run.config)
     target = run.report.target_max_tokens if run.report is not None else None
-    return build_views(rows, counter, schema, params, prefix, target, source or Path(output).name)
+    return build_views(rows, counter, schema, params, prefix, target, source or Path(output).name,
+                       run.config.segment_field)
 
 
 RUN_ROWS = 20  # the rows `compress --html` shows beside its report, at most

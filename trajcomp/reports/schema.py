@@ -126,6 +126,7 @@ class Processing:
     inputs: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
     rejects_file: str | None = None
+    summary_examples_file: str | None = field(default=None, metadata=_OMIT)  # --summary-examples
     skipped_files: list[str] = field(default_factory=list)
     stray_files_in_output: list[str] = field(default_factory=list)
     files_all_rejected: list[str] = field(default_factory=list)  # inputs every row of which was rejected
@@ -218,6 +219,21 @@ class Pruning:
 
 
 @dataclass
+class Segments:
+    """What compression.segments made of the rows written: input rows in, output rows out, input rows by
+    their number of output rows ("3": rows cut into three), the summaries the rows used, and the input's
+    assistant tokens, all and those trained (in the one row where each turn is new, unmarked)."""
+
+    rows_in: int = 0
+    rows_out: int = 0
+    segments_per_row: dict[str, int] = field(default_factory=dict)
+    summaries: int = 0
+    assistant_tokens: int = 0
+    assistant_tokens_trained: int = 0
+    trained_share: float | None = None  # assistant_tokens_trained / assistant_tokens (None: none)
+
+
+@dataclass
 class WorstRow:
     source: str | None = None  # the input file
     line: int | None = None  # its line (a .json array: the element's 1-based index)
@@ -255,6 +271,7 @@ class Report:
     human_turns_cut: HumanTurnsCut | None = None
     passes: dict[str, int] | None = None  # summaries made per row -> rows written
     pruning: Pruning | None = field(default=None, metadata=_OMIT)  # runs with compression.prune only
+    segments: Segments | None = field(default=None, metadata=_OMIT)  # runs with compression.segments only
     worst_rows: list[WorstRow] | None = None  # the rows most over the limit, worst first
     tokenizer: TokenizerInfo | None = None
     config: dict[str, dict[str, Any]] | None = None

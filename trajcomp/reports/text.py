@@ -47,6 +47,8 @@ def render_report(report: Report | dict[str, Any], report_path: str, page_path: 
         lines.insert(-1, f"  summary checks      {checks_text(calls)}")
     if r.pruning is not None:
         lines.insert(-1, f"  pruned              {pruning_text(r.pruning)}")
+    if r.segments is not None:
+        lines[-1:-1] = segments_lines(r.segments)
     cut = r.human_turns_cut
     if cut is not None and cut.turns:
         lines.insert(-1, f"  user turns cut      {number(cut.turns)} too long to carry whole (in {counted(cut.rows, 'row')})")
@@ -60,13 +62,21 @@ def render_report(report: Report | dict[str, Any], report_path: str, page_path: 
         lines.insert(1, f"  not taken           {number(sum(not_taken.values()))}" + _reasons(not_taken))
     if p.rows_from_checkpoint:
         lines.insert(1, f"  resumed             {number(p.rows_from_checkpoint)} rows were done before the interruption")
+    return "\n".join(lines + _files_lines(p))
+
+
+def _files_lines(p) -> list[str]:
+    """The run's other files: rejects, summary examples, inputs that were not data, strays."""
+    lines = []
     if p.rejects_file:
         lines.append(f"  rejects             {p.rejects_file}")
+    if p.summary_examples_file:
+        lines.append(f"  summary examples    {p.summary_examples_file}")
     if p.skipped_files:
         lines.append(f"  not data, skipped   {', '.join(p.skipped_files)}")
     if p.stray_files_in_output:  # an earlier run's outputs: training on the folder would take them too
         lines.append(f"  not from this run   {', '.join(p.stray_files_in_output)} (in the output folder)")
-    return "\n".join(lines)
+    return lines
 
 
 def pruning_text(pruning) -> str:
@@ -74,6 +84,16 @@ def pruning_text(pruning) -> str:
     return (f"{counted(pruning.outputs_pruned, 'tool output')} made stubs ({number(pruning.outputs_deduplicated)} "
             f"older copies) in {counted(pruning.rows_pruned, 'row')}, {number(pruning.tokens_saved)} tokens saved; "
             f"{number(pruning.rows_fit_without_summary)} rows fit with no summary")
+
+
+def segments_lines(seg) -> list[str]:
+    """What compression.segments made of the rows: rows in and out, the segments per row, what is trained."""
+    per_row = ", ".join(f"{k}: {v}" for k, v in seg.segments_per_row.items())
+    trained = f" ({seg.trained_share:.1%})" if seg.trained_share is not None else ""
+    return [f"  segments            {number(seg.rows_in)} rows in -> {number(seg.rows_out)} rows out "
+            f"(input rows by segments: {per_row}), {counted(seg.summaries, 'summary', 'summaries')} used",
+            f"  assistant trained   {number(seg.assistant_tokens_trained)} of {number(seg.assistant_tokens)} "
+            f"assistant tokens{trained}"]
 
 
 def checks_text(calls) -> str:

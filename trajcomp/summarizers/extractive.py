@@ -202,13 +202,14 @@ def _outcome(content: Any, facts: _Facts) -> str:
     if isinstance(content, str):
         parsed = _parse_json(content)
         content = parsed if isinstance(parsed, (dict, list)) else content
-    status = next((content[key] for key in STATUS_KEYS if key in content), None) if isinstance(content, dict) else None
+    key = next((key for key in STATUS_KEYS if key in content), None) if isinstance(content, dict) else None
+    status = content[key] if key else None
     body = content if isinstance(content, str) else "\n".join(_leaves(content))
     if status is None and (m := EXIT_TEXT.search(body)):
         status = m.group(1)
     facts.files.update(dict.fromkeys(PATH.findall(body)))
     facts.idents.update(dict.fromkeys(IDENTIFIER.findall(body)))
-    parts = [] if status is None else [f"exit {status}"]
+    parts = [] if status is None else [f"{'HTTP' if key == 'status_code' else 'exit'} {status}"]
     if _failed(content, status, body):
         error = _error_line(content, body)
         facts.errors.update({_clip(error, 200): None} if error else {})

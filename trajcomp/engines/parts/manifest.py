@@ -33,7 +33,7 @@ def describe(paths: Iterable[Path]) -> dict[str, dict[str, Any]]:
     return {p.name: {"bytes": p.stat().st_size, "sha256": digest(p)} for p in paths if p.is_file()}
 
 
-def damage(done: Path, checkpoint: dict[str, Any], only: str | None = None) -> str | None:
+def damage(done: Path, checkpoint: dict[str, Any], only: str | tuple[str, ...] | None = None) -> str | None:
     """Why the files of the part whose checkpoint is `done` (those whose names end with `only`, when
     given) differ from it, as '<path>: size 120 bytes, expected 240'; None when they are as written."""
     files = checkpoint.get(FILES)

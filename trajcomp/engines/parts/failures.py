@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..core.metrics import Outcome
+from ...core.metrics import Outcome
 from .checkpoint import WorkDir
 
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from ..core.config import ConfigError
-from ..formats import INPUT_SUFFIXES, Record, format_for, identity, split_suffix
-from ..formats.base import InputError
+from ...core.config import ConfigError
+from ...formats import INPUT_SUFFIXES, Record, format_for, identity, split_suffix
+from ...formats.base import InputError
 
 # The local stage: mirrors of remote inputs, and each remote output's local run (its work folder too).
 STAGE_ENV = "TRAJCOMP_STAGE_DIR"

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..core.redact import redact
+from ...core.redact import redact
 
 KEY = re.compile(r"[0-9a-f]{64}")  # a request key (summarizers.base.request_key): nothing else is trajcomp's
 

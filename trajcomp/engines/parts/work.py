@@ -21,16 +21,17 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..formats import format_for
-from ..formats.base import InputError, checked, input_schema, unpack_checked
+from ...formats import format_for
+from ...formats.base import InputError, checked, input_schema, unpack_checked
+from ..flow.examples import ExampleRows
+from ..flow.ordered import ordered_map
+from ..flow.paths import FileJob
+from ..flow.results import settled, shown_as
+from ..flow.selection import Selection, Taker
+from ..storage.remote import named
 from .checkpoint import WorkDir
 from .failures import counted
-from .ordered import ordered_map
-from .parts import Part, join_parts
-from .paths import FileJob
-from .remote import named
-from .results import settled, shown_as
-from .selection import Selection, Taker
+from .part import Part, join_parts
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class PartTask:
     max_running: int  # the part's rows in flight in the worker (ordered.ordered_map)
     max_held: int
     streak_limit: int  # max_consecutive_failures: a part failing that often in a row stops early
+    examples: ExampleRows | None = None  # --summary-examples: the part writes its rows' summaries too
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,7 @@ async def compress_part(core, task: PartTask) -> PartDone:
     summaries: list[tuple[bool, str | None]] = []
     failing = 0
     try:
-        async with aclosing(ordered_map(records, partial(settled, compress_row=core.compress_row),
+        async with aclosing(ordered_map(records, partial(settled, compress_row=core.compress_row, examples=task.examples),
                                         task.max_running, task.max_held)) as results:
             async for result in results:
                 step = counted(getattr(result, "metrics", None))

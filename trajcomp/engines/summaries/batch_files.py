@@ -11,16 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.config import CompressionConfig
-from ..formats.base import AtomicFile, InputError
-from ..summarizers import make_summarizer
-from ..summarizers.batch_api import request_line
-from .batch import pending_requests
+from ...core.config import CompressionConfig
+from ...formats.base import AtomicFile, InputError
+from ...summarizers import make_summarizer
+from ...summarizers.batch_api import request_line
+from ..flow.paths import Layout
+from ..flow.selection import Selection
 from .batch_results import ResultsReader, Taken, is_result, parsed
-from .paths import Layout
-from .pipeline import build_rows
-from .selection import Selection
-from .summary_cache import open_cache
+from .batch_rounds import pending_requests
+from .cache import open_cache
 
 ROWS_RUNNING = 64  # rows planned at once: a round makes no call, so a few keep the tokenizer busy
 
@@ -31,10 +30,11 @@ class Exported:
     path: Path
 
 
-async def export_requests(config: CompressionConfig, counter, layout: Layout, selection: Selection,
+async def export_requests(rows, config: CompressionConfig, layout: Layout, selection: Selection,
                           path: Path) -> Exported:
-    """The requests the run still waits for, one line each, written to `path` (whole, or nothing)."""
-    rows = build_rows(config.replace(batch=True), counter, layout)
+    """The requests the run still waits for, one line each, written to `path` (whole, or nothing).
+    `rows` is what compresses the run's rows with `batch` on (the runners' `build_rows`), so the
+    export plans every row as `compress --batch` would."""
     await rows.start()
     written, file = 0, AtomicFile(path)
     try:

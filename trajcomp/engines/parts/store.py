@@ -20,12 +20,12 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from ..formats.base import InputError
+from ...formats.base import InputError
+from ..flow.paths import FileJob
+from ..storage.remote import WorkMirror, fetch_input, input_stage, open_uri, put_tree
 from .checkpoint import WorkDir
 from .manifest import FILES
-from .part_work import JoinTask, PartTask, Spans, SpanTask, join_file, perform
-from .paths import FileJob
-from .remote import WorkMirror, fetch_input, input_stage, open_uri, put_tree
+from .work import JoinTask, PartTask, Spans, SpanTask, join_file, perform
 
 
 @dataclass(frozen=True)

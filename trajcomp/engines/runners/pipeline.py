@@ -20,29 +20,30 @@ from itertools import groupby, islice
 from pathlib import Path
 from typing import Any
 
-from ..core.compressor import TrajectoryCompressor
-from ..core.config import CompressionConfig
-from ..core.metrics import Aggregate
-from ..core.summarizer import SummarizerUnavailable
-from ..formats import Record, format_for, identity
-from ..formats.base import InputError, input_schema, read_checked, write_json
-from ..reports.schema import Batches, Report
-from ..version import __version__
-from .batch import BatchBuyer
-from .checkpoint import WorkDir
-from .failures import FailureStreak
-from .ordered import ordered_map
-from .manifest import DamagedPart
-from .part_stream import PartStream
-from .part_store import Store
-from .part_work import SHARED, THROUGH_STORE, Asks, JoinTask, join_file
-from .parts import Part
-from .paths import FileJob, Layout
-from .progress import Progress, warn
-from .remote import WorkMirror, fetched, is_uri, named
-from .results import Rejected, Skipped, Written, settled, shown_as
+from ...core.compressor import TrajectoryCompressor
+from ...core.config import CompressionConfig
+from ...core.metrics import Aggregate
+from ...core.summarizer import SummarizerUnavailable
+from ...formats import Record, format_for, identity
+from ...formats.base import InputError, input_schema, read_checked, write_json
+from ...reports.schema import Batches, Report
+from ...version import __version__
+from ..flow.examples import ExampleRows
+from ..flow.ordered import ordered_map
+from ..flow.paths import FileJob, Layout
+from ..flow.progress import Progress, warn
+from ..flow.results import Rejected, Skipped, Written, settled, shown_as
+from ..flow.selection import Selection, Taker
+from ..parts.checkpoint import WorkDir
+from ..parts.failures import FailureStreak
+from ..parts.manifest import DamagedPart
+from ..parts.part import SIDE_FILES, Part
+from ..parts.store import Store
+from ..parts.stream import PartStream
+from ..parts.work import SHARED, THROUGH_STORE, Asks, JoinTask, join_file
+from ..storage.remote import WorkMirror, fetched, is_uri, named
+from ..summaries.batch_rounds import BatchBuyer
 from .run_report import RunFacts, build_report, gather
-from .selection import Selection, Taker
 from .workers import WorkerPool, build_core, worker_count
 
 # Settings that never change what a run writes (speed, memory, where the endpoint is and how to
@@ -122,6 +123,7 @@ class Runner:
         self.taker = Taker(options.selection)
         self.parts_go: str | None = None  # how workers take whole parts (_parts_go), None: they do not
         self.failures = FailureStreak(config.max_consecutive_failures, self.work, layout.work)
+        self.examples = ExampleRows.from_config(config) if layout.examples is not None else None
 
     def fingerprint(self) -> dict[str, Any]:
         """What must not change between an interrupted run and its resume."""
@@ -134,6 +136,8 @@ class Runner:
             "config": config,
             "selection": self.options.selection.as_dict(),
             "checkpoint_rows": self.options.checkpoint_rows,
+            # Parts written without examples cannot give them: a resume that asks for them is refused.
+            **({"summary_examples": True} if self.layout.examples is not None else {}),
         }
 
     async def run(self) -> RunResult:
@@ -159,9 +163,9 @@ class Runner:
             await self.compressor.close()  # first: a worker still writing a part would make the folder again
             if unreadable and next(self.work.all_checkpoints(len(self.layout.files)), None) is None:
                 self.work.remove()  # nothing finished: leave no trace of a run that could not go on
-        if self.parts_go == THROUGH_STORE:  # the rejects parts Ray actors put in the store, for the rejects file
+        if self.parts_go == THROUGH_STORE:  # the side parts Ray actors put in the store, for the side files
             for index in range(len(self.layout.files)):
-                self.work.fetch_missing(index, ".rejects.jsonl")
+                self.work.fetch_missing(index, SIDE_FILES)
         gathered = gather(self.work, self.layout)
         facts = RunFacts(started, time.monotonic() - clock, self.work.resumed, self.resumed_rows,
                          self.options.selection.as_dict(), self.max_running, self.batch)
@@ -175,9 +179,9 @@ class Runner:
         it, to be computed again), then the rows the checkpoints hold."""
         for index, job in enumerate(self.layout.files):
             joined = self.work.is_file_done(index)
-            # A joined file's outputs are in its output already; its rejects parts are read at the end.
-            # The output parts Ray actors put in the store are checked by the actor that joins them.
-            only = ".rejects.jsonl" if joined or self.parts_go == THROUGH_STORE and self._splits(job) else None
+            # A joined file's outputs are in its output already; its side parts (rejects, examples) are
+            # read at the end. The output parts Ray actors put in the store are checked by the actor that joins them.
+            only = SIDE_FILES if joined or self.parts_go == THROUGH_STORE and self._splits(job) else None
             self.work.fetch_missing(index, only or "")  # what only the store holds (actors' parts, or another mode's)
             damaged = self.work.first_damaged(index, only)
             if damaged is not None and joined:  # its other parts' outputs are gone: the whole file again
@@ -235,7 +239,7 @@ class Runner:
         finished = {i: self.work.finished_parts(i) for i in range(len(self.layout.files))}
         return PartStream(self.work, self.compressor, self.parts_go, self.options.selection, self.options.checkpoint_rows,
                           self.config.max_consecutive_failures, self.max_running, self.max_held, self.failures,
-                          self.progress, self._undo, finished)
+                          self.progress, self._undo, finished, self.examples)
 
     async def run_file(self, index: int, job: FileJob, taken_before: int) -> None:
         """The file's remaining parts, row by row, then their join; parts that fail the join's check are redone."""
@@ -304,7 +308,7 @@ class Runner:
             part.finish()
 
     async def process(self, item: tuple[Record, str | None]) -> Written | Rejected | Skipped:
-        return await settled(item, self.compressor.compress_row)
+        return await settled(item, self.compressor.compress_row, self.examples)
 
     def _show(self, result: Written | Rejected | Skipped) -> None:
         if (kind := shown_as(result)) is not None:

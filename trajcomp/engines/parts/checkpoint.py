@@ -14,8 +14,8 @@ import shutil
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..core.config import ConfigError
-from ..formats.base import write_json
+from ...core.config import ConfigError
+from ...formats.base import write_json
 from .manifest import FILES, damage, describe, digest
 
 
@@ -136,7 +136,7 @@ class WorkDir:
         written = [] if self.parts_in_mirror else [done.parent / name for name in sorted(checkpoint[FILES])]
         self._push([*written, done])  # the checkpoint last
 
-    def fetch_missing(self, file_index: int, suffix: str) -> None:
+    def fetch_missing(self, file_index: int, suffix: str | tuple[str, ...]) -> None:
         """The finished parts' files ending with `suffix` that are only in the mirror (Ray actors put
         them there, part_store.py; or a run in another mode) copied here, to be checked and read."""
         if self.mirror is None:
@@ -166,7 +166,7 @@ class WorkDir:
             for stale in done.parent.glob(f"{done.name.removesuffix('.done.json')}.*"):
                 stale.unlink()  # what is here may be older than what Ray actors put in the store for it
 
-    def first_damaged(self, file_index: int, only: str | None = None) -> tuple[int, str] | None:
+    def first_damaged(self, file_index: int, only: str | tuple[str, ...] | None = None) -> tuple[int, str] | None:
         """(index, why) of the file's first finished part whose files (ending with `only`) are not
         as its checkpoint recorded them; None when every one is."""
         readable = 0

@@ -14,8 +14,8 @@ import asyncio
 from collections import Counter
 from typing import Any
 
-from ..core.summarizer import Summarizer, Summary, SummaryError, SummaryPending, SummaryRequest
-from .summary_cache import ObjectCache, SummaryCache, answered, checks_of
+from ...core.summarizer import Summarizer, Summary, SummaryError, SummaryPending, SummaryRequest
+from .cache import ObjectCache, SummaryCache, answered, checks_of
 
 
 class BatchAnswered(Summarizer):
@@ -52,6 +52,9 @@ class BatchAnswered(Summarizer):
 
     def secrets(self) -> tuple[str, ...]:
         return self.inner.secrets()
+
+    def request_body(self, request: SummaryRequest) -> dict[str, Any] | None:
+        return self.inner.request_body(request)  # a summary example's request is the inner summarizer's
 
 
 def _common(failed: dict[str, str]) -> str:

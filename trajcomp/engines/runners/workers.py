@@ -33,14 +33,14 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Callable
 
-from ..core.batching import usable_cores
-from ..core.compressor import TrajectoryCompressor
-from ..core.config import CompressionConfig, ConfigError
-from ..core.tokens import TokenCounter
-from ..summarizers import make_summarizer
-from .batch_answers import BatchAnswered
-from .part_work import Asks, perform
-from .summary_cache import CachedSummarizer, open_cache
+from ...core.batching import usable_cores
+from ...core.compressor import TrajectoryCompressor
+from ...core.config import CompressionConfig, ConfigError
+from ...core.tokens import TokenCounter
+from ...summarizers import make_summarizer
+from ..parts.work import Asks, perform
+from ..summaries.batch_answers import BatchAnswered
+from ..summaries.cache import CachedSummarizer, open_cache
 from .together import Together
 
 STOP_GRACE = 10.0  # seconds a worker has to finish closing (its HTTP session, the cache) once told to stop

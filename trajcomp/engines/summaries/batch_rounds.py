@@ -25,19 +25,19 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable
 
-from ..core.compressor import RowResult
-from ..core.summarizer import SummaryPending
-from ..formats import format_for
-from ..formats.base import AtomicFile, read_checked, write_json
-from ..reports.schema import Batches
-from ..summarizers import make_summarizer
-from ..summarizers.batch_api import BatchAPI, BatchStatus, request_line
-from ..summarizers.http import RetryPolicy
+from ...core.compressor import RowResult
+from ...core.summarizer import SummaryPending
+from ...formats import format_for
+from ...formats.base import AtomicFile, read_checked, write_json
+from ...reports.schema import Batches
+from ...summarizers import make_summarizer
+from ...summarizers.batch_api import BatchAPI, BatchStatus, request_line
+from ...summarizers.http import RetryPolicy
+from ..flow.ordered import ordered_map
+from ..flow.paths import Layout
+from ..flow.selection import Selection, Taker
 from .batch_results import ResultsReader, Taken
-from .ordered import ordered_map
-from .paths import Layout
-from .selection import Selection, Taker
-from .summary_cache import REFRESH_SECONDS, open_cache
+from .cache import REFRESH_SECONDS, open_cache
 
 FOLDER = "batches"
 STOP_HINT = "Ctrl-C stops; the same command resumes and submits nothing again"

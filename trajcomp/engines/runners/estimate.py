@@ -8,17 +8,17 @@ from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import Iterable, Iterator
 
-from ..core.metrics import distribution
-from ..core.planner import Decision, Plan, PlanParams, plan
-from ..core.prune_fit import Pruned, Pruner, kept_and_saved, summary_avoided
-from ..core.rows import RowError, RowSchema
-from ..core.tokens import Measured, TokenCounter, lengths_for
-from ..formats import Record, format_for
-from ..formats.base import read_checked
-from ..reports.build import lengths
-from ..reports.schema import DatasetStats, FileRows, Percentiles, Pruning, TokenizerInfo
-from .paths import FileJob
-from .selection import Selection, Taker
+from ...core.metrics import distribution
+from ...core.planner import Decision, Plan, PlanParams, plan
+from ...core.prune_fit import Pruned, Pruner, kept_and_saved, summary_avoided
+from ...core.rows import RowError, RowSchema
+from ...core.tokens import Measured, TokenCounter, lengths_for
+from ...formats import Record, format_for
+from ...formats.base import read_checked
+from ...reports.build import lengths
+from ...reports.schema import DatasetStats, FileRows, Percentiles, Pruning, TokenizerInfo
+from ..flow.paths import FileJob
+from ..flow.selection import Selection, Taker
 
 BATCH_ROWS = 256  # rows counted per call to the tokenizer
 
@@ -86,7 +86,7 @@ class Estimate:
 def estimate(files: Iterable[FileJob], selection: Selection, counter: TokenCounter, cfg) -> Estimate:
     """Plan every selected row, counted as `compression.count_mode` says; the after-figures assume
     summaries of exactly the target size."""
-    from ..core.compressor import plan_params  # the run's own planning: the estimate plans as compress does
+    from ...core.compressor import plan_params  # the run's own planning: the estimate plans as compress does
 
     lengths = lengths_for(cfg.count_mode, counter)
     params, schema = plan_params(cfg, lengths), RowSchema.from_config(cfg)

@@ -11,9 +11,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Collection
 
-from ..core.config import CompressionConfig, ConfigError
-from ..formats import HF, INPUT_SUFFIXES, OUTPUT_FORMATS, OUTPUT_SUFFIXES, is_dataset_folder, name_suffix, split_suffix
-from .remote import is_uri
+from ...core.config import CompressionConfig, ConfigError
+from ...formats import HF, INPUT_SUFFIXES, OUTPUT_FORMATS, OUTPUT_SUFFIXES, is_dataset_folder, name_suffix, split_suffix
+from ..storage.remote import is_uri
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,7 @@ class Layout:
     skipped: tuple[Path, ...] = ()  # files in input folders that are not data
     folder: Path | None = None  # the output folder of a folder run (None: one output file)
     work_mirror: str | None = None  # where the work folder is copied as it grows (an output in object storage)
+    examples: Path | None = None  # --summary-examples: every summary the output used, as a training row
 
     def strays(self) -> list[Path]:
         """Data files in the output folder that this run did not write (left by an earlier run)."""
@@ -341,3 +342,16 @@ def _check_distinct(jobs: list[FileJob], inputs: list[Path]) -> None:
         if out in seen:
             raise ConfigError(f"{seen[out]} and {job.input} would both be written to {job.output}")
         seen[out] = job.input
+
+
+def with_examples(layout: Layout, name: str | None) -> Layout:
+    """The layout writing --summary-examples to `name` (a local JSON Lines file, none of the run's other files)."""
+    if name is None:
+        return layout
+    if not name.endswith(".jsonl") or is_uri(name):
+        raise ConfigError(f"--summary-examples (output.summary_examples) must name a local .jsonl file, got {name}")
+    path = Path(name)
+    taken = {p.resolve() for job in layout.files for p in (job.input, job.output)}
+    if path.resolve() in taken | {layout.rejects.resolve(), layout.report.resolve()}:
+        raise ConfigError(f"--summary-examples (output.summary_examples) {path} would overwrite one of the run's inputs or outputs")
+    return replace(layout, examples=path)

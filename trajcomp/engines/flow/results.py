@@ -5,16 +5,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-from ..core.metrics import Outcome, RowMetrics
-from ..formats import Record
+from ...core.metrics import Outcome, RowMetrics
+from ...formats import Record
+from .examples import ExampleRows
 
 
 @dataclass(frozen=True)
 class Written:
-    row: dict[str, Any]
+    """An input record's output rows, in order (several with segments), written whole or not at all."""
+
+    rows: tuple[dict[str, Any], ...]
     metrics: RowMetrics
     source: str  # where the row was read: names it among the report's worst rows
     line: int
+    examples: tuple[dict[str, Any], ...] = ()  # --summary-examples: its summaries as training rows
 
 
 @dataclass(frozen=True)
@@ -31,11 +35,15 @@ class Rejected:
         return {**row, "raw": self.record.raw_text()}
 
 
-def routed(record: Record, result) -> Written | Rejected:
-    """The core's result for a record, as an engine writes it: into the output or the rejects file."""
+def routed(record: Record, result, examples: ExampleRows | None = None) -> Written | Rejected:
+    """The core's result for a record, as an engine writes it: into the output or the rejects file;
+    with `examples` (--summary-examples), the summaries its rows used as training rows too."""
     if result.rejected:
         return Rejected(record, result.reason, result.detail, result.metrics)
-    return Written(result.row, result.metrics, record.source, record.line)
+    used = ()
+    if examples is not None and result.examples:
+        used = examples.rows(record.row, result.examples, len(result.rows), record.source, record.line)
+    return Written(result.rows, result.metrics, record.source, record.line, used)
 
 
 @dataclass(frozen=True)
@@ -43,14 +51,15 @@ class Skipped:
     reason: str  # not_sampled | other_shards
 
 
-async def settled(item: tuple[Record, str | None], compress_row: Callable[[Any], Awaitable]) -> Written | Rejected | Skipped:
+async def settled(item: tuple[Record, str | None], compress_row: Callable[[Any], Awaitable],
+                  examples: ExampleRows | None = None) -> Written | Rejected | Skipped:
     """What becomes of a record and the selection's verdict on it, `compress_row` compressing a taken row."""
     record, verdict = item
     if verdict is not None:
         return Skipped(verdict)
     if record.error is not None:
         return Rejected(record, record.error.reason, record.error.detail)
-    return routed(record, await compress_row(record.row))
+    return routed(record, await compress_row(record.row), examples)
 
 
 def shown_as(result: Written | Rejected | Skipped) -> str | None:

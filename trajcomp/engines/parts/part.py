@@ -6,14 +6,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..core.metrics import Aggregate
-from ..formats import Format
-from ..formats.base import PartWriter
-from ..formats.jsonl import JSONL
+from ...core.metrics import Aggregate
+from ...formats import Format
+from ...formats.base import PartWriter
+from ...formats.jsonl import JSONL
+from ..flow.paths import FileJob
+from ..flow.results import Rejected, Skipped, Written
 from .checkpoint import WorkDir
 from .manifest import digest, listed
-from .paths import FileJob
-from .results import Rejected, Skipped, Written
+
+REJECTS, EXAMPLES = ".rejects.jsonl", ".examples.jsonl"
+SIDE_FILES = (REJECTS, EXAMPLES)  # a part's files beside its output's, each joined into one file at the run's end
 
 
 class Part:
@@ -22,13 +25,14 @@ class Part:
     def __init__(self, work: WorkDir, file_index: int, index: int, writer: Format, schema: Any):
         self.work, self.file_index, self.index = work, file_index, index
         self.writer, self.schema = writer, schema
-        for suffix in (writer.suffix, ".rejects.jsonl"):  # a killed run may have left this part's files
+        for suffix in (writer.suffix, *SIDE_FILES):  # a killed run may have left this part's files
             self._path(suffix).unlink(missing_ok=True)
         self.records = 0
         self.taken = 0
         self.aggregate = Aggregate()
         self._rows: PartWriter | None = None
         self._rejects: PartWriter | None = None
+        self._examples: PartWriter | None = None
 
     def add(self, result: Written | Rejected | Skipped) -> None:
         self.records += 1
@@ -38,10 +42,15 @@ class Part:
         self.taken += 1
         if isinstance(result, Written):
             self._rows = self._rows or self.writer.open_part(self._path(self.writer.suffix), self.schema)
-            self._rows.write(result.row)
+            for row in result.rows:
+                self._rows.write(row)
+            if result.examples:
+                self._examples = self._examples or JSONL.open_part(self._path(EXAMPLES))
+                for row in result.examples:
+                    self._examples.write(row)
             self.aggregate.add(result.metrics, source=result.source, line=result.line)
         else:
-            self._rejects = self._rejects or JSONL.open_part(self._path(".rejects.jsonl"))
+            self._rejects = self._rejects or JSONL.open_part(self._path(REJECTS))
             self._rejects.write(result.to_row())
             self.aggregate.add_reject(result.reason, result.metrics, result.record.source, result.record.line)
 
@@ -53,14 +62,14 @@ class Part:
 
     def close(self) -> dict[str, Any]:
         """The part's files committed; its checkpoint, which makes it count once written (commit_part)."""
-        for stream in (self._rows, self._rejects):
+        for stream in (self._rows, self._rejects, self._examples):
             if stream is not None:
                 stream.close()
         checkpoint = {"records": self.records, "taken": self.taken, "aggregate": self.aggregate.to_state()}
         return self.work.described(self.file_index, self.index, checkpoint)
 
     def abort(self) -> None:
-        for stream in (self._rows, self._rejects):
+        for stream in (self._rows, self._rejects, self._examples):
             if stream is not None:
                 stream.abort()
 

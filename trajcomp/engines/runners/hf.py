@@ -24,11 +24,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..core.compressor import RowResult, TrajectoryCompressor
-from ..core.config import CompressionConfig, as_config
-from ..core.metrics import Outcome
-from ..core.tokens import TokenCounter
-from ..formats.arrow_rows import METRICS, METRICS_TYPE
+from ...core.compressor import RowResult, TrajectoryCompressor
+from ...core.config import CompressionConfig, as_config
+from ...core.metrics import Outcome
+from ...core.tokens import TokenCounter
+from ...formats.arrow_rows import METRICS, METRICS_TYPE
 from .workers import build_core
 
 __all__ = ["BatchFunction", "RowRejected", "SummariesFailing", "compress_dataset", "map_function"]
@@ -62,7 +62,8 @@ def _feature(arrow_type: pa.DataType):
 
 
 class BatchFunction:
-    """`fn(batch[, indices])` for `Dataset.map(fn, batched=True)`: a dict of columns in, the same rows out."""
+    """`fn(batch[, indices])` for `Dataset.map(fn, batched=True)`: a dict of columns in, the rows out (with
+    compression.segments an input row gives several, in order, each with its input row's metrics)."""
 
     def __init__(self, config, metrics_column: str | None = "compression", on_reject: str = "keep"):
         if on_reject not in ON_REJECT:
@@ -88,6 +89,8 @@ class BatchFunction:
         from datasets import Features
 
         out = Features(features)
+        if self.config().segments:
+            out = _with_segment_fields(out, self.config())
         if self.metrics_column is not None:
             out[self.metrics_column] = _feature(METRICS_COLUMN_TYPE)
         elif self.config().metrics_per_trajectory:
@@ -104,14 +107,32 @@ class BatchFunction:
             if result.rejected and self.on_reject == "raise":
                 where = f"row {indices[i]}" if indices is not None else f"row {i} of its batch"
                 raise RowRejected(f"{where} rejected: {result.reason}: {result.detail}", result.reason, result.detail)
-            out_rows.append(row if result.rejected else typed_row(result.row))
-            metrics.append(metrics_value(result))
+            written = [row] if result.rejected else [typed_row(out) for out in result.rows]
+            out_rows.extend(written)
+            metrics.extend([metrics_value(result)] * len(written))
         for row in out_rows:  # columns the core adds (compression_metrics), in order of appearance
             names.extend(name for name in row if name not in names)
         out = {name: [row.get(name) for row in out_rows] for name in names}
         if self.metrics_column is not None:
             out[self.metrics_column] = metrics
         return out
+
+
+def _with_segment_fields(features, config: CompressionConfig):
+    """The features with what compression.segments adds: a turn's mark (ShareGPT's train field, OpenAI's
+    weight) and each row's segment field ({"index", "count"})."""
+    from datasets import Features
+
+    marks = {"conversations": pa.field(config.train_field, pa.bool_()), "messages": pa.field("weight", pa.int64())}
+    fields = []
+    for f in features.arrow_schema:
+        mark, t = marks.get(f.name), f.type
+        if mark is not None and pa.types.is_list(t) and pa.types.is_struct(t.value_type) \
+                and mark.name not in t.value_type.names:
+            f = f.with_type(pa.list_(pa.struct([*t.value_type, mark])))
+        fields.append(f)
+    segment = pa.struct([pa.field("index", pa.int64()), pa.field("count", pa.int64())])
+    return Features.from_arrow_schema(pa.schema([*fields, pa.field(config.segment_field, segment)]))
 
 
 def metrics_value(result: RowResult) -> dict[str, Any]:

@@ -18,14 +18,15 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable
 
-from ..formats import format_for
+from ...formats import format_for
+from ..flow.examples import ExampleRows
+from ..flow.ordered import ordered_map
+from ..flow.paths import FileJob
+from ..flow.progress import Progress
+from ..flow.selection import Selection
 from .checkpoint import WorkDir
 from .failures import FailureStreak
-from .ordered import ordered_map
-from .part_work import THROUGH_STORE, JoinTask, PartDone, PartTask, Spans, SpanTask
-from .paths import FileJob
-from .progress import Progress
-from .selection import Selection
+from .work import THROUGH_STORE, JoinTask, PartDone, PartTask, Spans, SpanTask
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class PartStream:
     progress: Progress
     undo: Callable[[int, int, str], None]
     finished: dict[int, int]
+    examples: ExampleRows | None = None  # --summary-examples: the parts write them too
     _parts: dict[int, int] = field(default_factory=dict)  # file -> its parts, once all were found
     _finding: dict[int, asyncio.Task] = field(default_factory=dict)  # file -> its spans, being found by a worker
 
@@ -130,7 +132,7 @@ class PartStream:
                 done = self.finished.get(index, 0)
                 for part, span in enumerate(found.spans[done:], start=done):
                     yield PartTask(self.work.path, index, part, found.job.absolute(), self.selection, span,
-                                   min(self.max_running, held), held, self.streak_limit)
+                                   min(self.max_running, held), held, self.streak_limit, self.examples)
                 self._parts[index] = max(done, len(found.spans))
         except Exception as exc:
             yield _Failed(exc)

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.summarizer import Summarizer, Summary, SummaryRequest
-from ..summarizers.checks import CHECK_FAILED
-from .remote import is_uri, open_uri
+from ...core.summarizer import Summarizer, Summary, SummaryRequest
+from ...summarizers.checks import CHECK_FAILED
+from ..storage.remote import is_uri, open_uri
 
 SUFFIX = ".jsonl"
 REFRESH_SECONDS = 1.0  # a miss looks for other processes' new lines at most this often
@@ -344,3 +344,6 @@ class CachedSummarizer(Summarizer):
 
     def secrets(self) -> tuple[str, ...]:
         return self.inner.secrets()
+
+    def request_body(self, request: SummaryRequest) -> dict[str, Any] | None:
+        return self.inner.request_body(request)  # a summary example's request is the inner summarizer's

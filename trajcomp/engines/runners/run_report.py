@@ -7,16 +7,17 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from ..core.compressor import TrajectoryCompressor
-from ..core.config import CompressionConfig
-from ..core.metrics import Aggregate
-from ..formats.jsonl import JSONL
-from ..reports.build import from_aggregate
-from ..reports.schema import Batches, Processing, Report, TokenizerInfo
-from ..version import __version__
-from .checkpoint import WorkDir
-from .manifest import DamagedPart, damage, listed
-from .paths import Layout
+from ...core.compressor import TrajectoryCompressor
+from ...core.config import CompressionConfig
+from ...core.metrics import Aggregate
+from ...formats.jsonl import JSONL
+from ...reports.build import from_aggregate
+from ...reports.schema import Batches, Processing, Report, TokenizerInfo
+from ...version import __version__
+from ..flow.paths import Layout
+from ..parts.checkpoint import WorkDir
+from ..parts.manifest import DamagedPart, damage, listed
+from ..parts.part import EXAMPLES, REJECTS
 
 
 @dataclass(frozen=True)
@@ -26,9 +27,10 @@ class Gathered:
 
 
 def gather(work: WorkDir, layout: Layout) -> Gathered:
-    """The run's aggregate from every part's checkpoint, and the rejects file joined from the parts."""
+    """The run's aggregate from every part's checkpoint, and the rejects file (and --summary-examples')
+    joined from the parts."""
     aggregate = Aggregate()
-    rejects = []
+    side: dict[str, list] = {REJECTS: [], EXAMPLES: []}
     files_all_rejected = []
     for f, job in enumerate(layout.files):
         written = rejected = 0
@@ -37,26 +39,34 @@ def gather(work: WorkDir, layout: Layout) -> Gathered:
             written += len(state["before"])
             rejected += sum(state["reject_reasons"].values())
             aggregate.merge(state)
-            part = work.part(f, p, ".rejects.jsonl")
-            if listed(checkpoint, part.name):
-                _check_rejects(work.part(f, p, ".done.json"), checkpoint)
-                rejects.append(part)
+            for suffix, parts in side.items():
+                part = work.part(f, p, suffix)
+                if listed(checkpoint, part.name):
+                    _check_side(work.part(f, p, ".done.json"), checkpoint, suffix)
+                    parts.append(part)
         if rejected and not written:  # a file that is not rows at all is almost always the wrong file
             files_all_rejected.append(str(job.input))
-    # A rejects file exists exactly when rows were rejected: a stale one would mislead.
-    if rejects:
-        JSONL.join(rejects, layout.rejects)
-    else:
-        layout.rejects.unlink(missing_ok=True)
+    _join_side(side[REJECTS], layout.rejects)
+    if layout.examples is not None:
+        _join_side(side[EXAMPLES], layout.examples, keep_empty=True)
     return Gathered(aggregate, files_all_rejected)
 
 
-def _check_rejects(done, checkpoint) -> None:
-    """A rejects part checked right before it is read; damaged, it stops the run (the output is written,
-    the report not), and the same command redoes the part's file: a resume checks it first."""
-    reason = damage(done, checkpoint, only=".rejects.jsonl")
+def _join_side(parts: list, dest, keep_empty: bool = False) -> None:
+    """A side file joined from its parts. The rejects file exists exactly when rows were rejected (a
+    stale one would mislead); the summary examples file, asked for, is there even when empty."""
+    if parts or keep_empty:
+        JSONL.join(parts, dest)
+    else:
+        dest.unlink(missing_ok=True)
+
+
+def _check_side(done, checkpoint, suffix: str) -> None:
+    """A rejects or examples part checked right before it is read; damaged, it stops the run (the output
+    is written, the report not), and the same command redoes the part's file: a resume checks it first."""
+    reason = damage(done, checkpoint, only=suffix)
     if reason is not None:
-        raise DamagedPart(f"{reason} (a rejects part, read at the run's end)")
+        raise DamagedPart(f"{reason} (a {suffix.split('.')[1]} part, read at the run's end)")
 
 
 @dataclass(frozen=True)
@@ -83,6 +93,7 @@ def build_report(config: CompressionConfig, compressor, layout: Layout, gathered
         inputs=[str(j.input) for j in layout.files],
         outputs=[str(j.output) for j in layout.files],
         rejects_file=str(layout.rejects) if aggregate.reject_reasons else None,
+        summary_examples_file=str(layout.examples) if layout.examples is not None else None,
         skipped_files=[str(p) for p in layout.skipped],
         stray_files_in_output=[str(p) for p in layout.strays()],
         files_all_rejected=gathered.files_all_rejected,

@@ -22,16 +22,16 @@ from typing import Any, Mapping
 import pyarrow as pa
 import ray
 
-from ..core.compressor import RowResult, TrajectoryCompressor
-from ..core.config import CompressionConfig, ConfigError, as_config
-from ..core.tokens import TokenCounter
-from ..formats import identity
-from ..formats.arrow_rows import batch_rows, to_table
+from ...core.compressor import RowResult, TrajectoryCompressor
+from ...core.config import CompressionConfig, ConfigError, as_config
+from ...core.tokens import TokenCounter
+from ...formats import identity
+from ...formats.arrow_rows import batch_rows, to_table
+from ..flow.progress import warn
+from ..parts.store import Store, ThroughStore, reachable
+from ..parts.work import Asks, perform
+from ..storage.remote import is_uri
 from .hf import METRICS_COLUMN_TYPE, core, metrics_value
-from .part_store import Store, ThroughStore, reachable
-from .part_work import Asks, perform
-from .progress import warn
-from .remote import is_uri
 from .together import Together
 from .workers import WorkerDied, build_core, shares
 
@@ -76,7 +76,8 @@ class _Actor:
 
 
 class _Columns(_Actor):
-    """`compress`'s UDF: columns in, the same columns compressed (rejected rows unchanged) plus metrics."""
+    """`compress`'s UDF: columns in, the rows compressed (rejected rows unchanged; with compression.segments
+    an input row gives several, in order, each with its input row's metrics) plus metrics."""
 
     def __init__(self, config: CompressionConfig, metrics_column: str | None):
         super().__init__(config)
@@ -85,10 +86,11 @@ class _Columns(_Actor):
     def __call__(self, batch: pa.Table) -> pa.Table:
         rows = batch_rows(batch)  # as the local Parquet reader reads them (nanosecond times included)
         results = self.compress(rows)
-        table = to_table([row if r.rejected else r.row for r, row in zip(results, rows)], batch.schema)
+        written = [(r, [row] if r.rejected else list(r.rows)) for r, row in zip(results, rows)]
+        table = to_table([out for _, outs in written for out in outs], batch.schema)
         if self.metrics_column is None:
             return table
-        metrics = pa.array([metrics_value(r) for r in results], METRICS_COLUMN_TYPE)
+        metrics = pa.array([metrics_value(r) for r, outs in written for _ in outs], METRICS_COLUMN_TYPE)
         if self.metrics_column in table.column_names:
             table = table.drop_columns([self.metrics_column])
         return table.append_column(pa.field(self.metrics_column, METRICS_COLUMN_TYPE), metrics)

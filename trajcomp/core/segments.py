@@ -1,0 +1,229 @@
+"""compression.segments: one input row replayed as the live compactor lives it, one output row per view.
+
+The turns are walked in groups (a turn and the results of its calls; a human turn with the answer after
+it). While the next group fits the current row, as `count_mode` counts it, it joins the row; when it does
+not, the row is complete, and the next one is the protected head, ONE summary turn covering every turn
+between the head and the carried tail (the previous summary updated with the turns since, through
+`Passes`, as a row's re-asks are), the carried tail, and the groups that follow. A live agent's own
+compaction summary in the row (compaction.py) ends a row too, and is the previous summary to update.
+In a row that keeps LLaMA-Factory's alternation the head ends at the first human turn, the summary
+joins it, and the tail starts at an assistant turn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
+
+from . import compaction
+from .assembly import Assembler
+from .config import CompressionConfig
+from .passes import Passes
+from .planner import Decision, Plan, PlanParams, alternation_parity, protected_bounds
+from .row_result import SummaryExample
+from .sourcing import Sourcing
+from .tokens import Measured, TokenCounter
+from .turn import Turn
+
+
+@dataclass
+class Segment:
+    """One output row in the making: its turns, each turn's input index (-1: the summary turn), where its
+    new turns start, and what its compaction did."""
+
+    native: list[dict[str, Any]]
+    origins: list[int]
+    new_from: int  # input turns from here on are new in this row (trained)
+    body_from: int  # where its input turns after the head (and the summary) start
+    end: int  # one past its last input turn
+    tokens: int
+    summarized: int = 0  # input turns its summary covers
+    carried: int = 0  # turns carried from the row before
+    cannot_fit: bool = False
+
+
+@dataclass
+class Replay:
+    """A row's segments, the summaries they used, and the passes' metrics, one per summary."""
+
+    segments: list[Segment]
+    examples: list[SummaryExample]
+    passes: list[Any]  # RowMetrics of each compaction
+    failed: Any = None  # the RowMetrics of a compaction that got no summary
+
+
+class Row:
+    """One input row's fixed facts for the walk."""
+
+    def __init__(self, native, fmt, turns: Sequence[Turn], measured: Measured, prefix: str):
+        self.native, self.fmt, self.turns, self.measured = native, fmt, list(turns), measured
+        self.roles = [t.role for t in turns]
+        self.join = bool(fmt.alternation) and alternation_parity(self.roles) is not None
+        self.summaries = {i for i, t in enumerate(turns) if compaction.is_summary(t.text, prefix)}
+
+    def cuts(self, head: int) -> list[int]:
+        """Where a row may end: before a turn that is no result and follows no human turn; in an alternation
+        after any assistant turn (LLaMA-Factory trains a row ending on a function_call: the call, whose
+        observation opens the next row's tail with it); before a live summary; the row's end."""
+        n, roles = len(self.roles), self.roles
+        if self.join:
+            ok = [c for c in range(head + 1, n) if roles[c - 1] == "gpt"]
+        else:
+            ok = [c for c in range(head + 1, n) if roles[c] != "tool" and roles[c - 1] != "human"]
+        return sorted(set(ok) | {c for c in self.summaries if c >= head} | {n})
+
+    def cost(self, start: int, end: int) -> int:
+        return sum(self.measured.costs[start:end])
+
+
+class Segmenter:
+    """Cuts rows into segments with the compressor's counting, planning, summarizers and assembly."""
+
+    def __init__(self, config: CompressionConfig, counter: TokenCounter, lengths, params: PlanParams, sourcing: Sourcing):
+        self.config, self.counter, self.lengths, self.params, self.sourcing = config, counter, lengths, params, sourcing
+        self.fixed = Passes(config, counter, lengths, params, sourcing, Assembler(config, counter))
+
+    async def replay(self, row: Row) -> Replay:
+        head = self._head_end(row)
+        seg = Segment(list(row.native[:head]), list(range(head)), 0, head, head, await self._tokens(row, row.native[:head]))
+        out = Replay([], [], [])
+        previous, upto = None, head
+        for c in row.cuts(head):
+            if seg.end in row.summaries:  # a live agent's compaction: its summary opens a row
+                if seg.end > max(head, seg.new_from):
+                    out.segments.append(seg)
+                    seg = await self._reopened(row, head, seg.end)
+                previous, upto = compaction.body(row.turns[seg.end].text, self.config.summary_prefix), seg.end + 1
+            tokens = await self._fits(row, seg, c)
+            if tokens is None and seg.end > max(head, seg.new_from):
+                out.segments.append(seg)
+                made, example, metrics = await self._compact(row, seg, head, c, previous, upto, len(out.segments))
+                if made is None:
+                    out.failed = metrics
+                    return out
+                seg = made
+                out.examples.append(example)
+                out.passes.append(metrics)
+                previous, upto = example.summary, seg.body_from
+                tokens = await self._fits(row, seg, c)
+            seg = await self._extended(row, seg, c, tokens)
+        out.segments.append(seg)
+        return out
+
+    def _head_end(self, row: Row) -> int:
+        """The protected head; in an alternation, the turns up to the first human one, which the summary
+        joins; never past a live summary."""
+        if row.join:
+            head = row.roles.index("human") + 1 if "human" in row.roles else 1
+        else:
+            head = protected_bounds(row.roles, replace(self.params, protect_last_n_turns=0))[0]
+        return min([head, *row.summaries])
+
+    async def _extended(self, row: Row, seg: Segment, c: int, tokens: int | None) -> Segment:
+        """`seg` with the group up to `c`; one that does not fit even so is there, flagged."""
+        native = seg.native + [dict(t) for t in row.native[seg.end:c]]
+        if tokens is None:  # over: counted whole, since the turns' sum misses the template's closing pieces
+            tokens = await self._tokens(row, native)
+        return replace(seg, native=native, origins=seg.origins + list(range(seg.end, c)), end=c, tokens=tokens,
+                       cannot_fit=seg.cannot_fit or tokens > self.config.target_max_tokens)
+
+    async def _fits(self, row: Row, seg: Segment, c: int) -> int | None:
+        """The row's length with the group up to `c`, or None when that is over the target."""
+        target = self.config.target_max_tokens
+        estimate = seg.tokens + row.cost(seg.end, c)
+        if self.lengths.mode == "turns" or estimate > target * 1.25:  # by turns the sum is exact
+            return estimate if estimate <= target else None
+        tokens = await self._tokens(row, seg.native + row.native[seg.end:c])
+        return tokens if tokens <= target else None
+
+    async def _tokens(self, row: Row, native: list[dict[str, Any]]) -> int:
+        if self.lengths.mode == "turns":
+            return sum(await self.counter.acount([t.text for t in row.fmt.turns(native)]))
+        messages = row.fmt.chat_messages(native, self.config.chat_roles)
+        return (await self.lengths.ameasure([], messages, None)).total
+
+    async def _reopened(self, row: Row, head: int, at: int) -> Segment:
+        """The row a live summary at `at` opens: the head, then the turns from the summary on."""
+        native = list(row.native[:head])
+        return Segment(native, list(range(head)), at, at, at, await self._tokens(row, native))
+
+    async def _compact(self, row: Row, seg: Segment, head: int, c: int, previous: str | None, upto: int, index: int):
+        """The row after `seg`, made to take the group up to `c`: head, summary, carried tail; with the
+        summary's example and its metrics. (None, None, metrics) when no summary could be had."""
+        # the summary joins the head's user turn in an alternation, and where the head ends on a user turn (a
+        # live summary in the assistant's role follows it): never two user turns in a row
+        joins = row.join or row.roles[head - 1] == "human"
+        t = self._tail_start(row, seg, head, c, joins)
+        end = seg.end + (t == seg.end and seg.end < len(row.roles) and row.roles[seg.end] == "human" and not joins)
+        p = Plan(Decision.COMPRESS, 0, head, t, row.cost(head, t), merge_into_next=not joins and t < end
+                 and row.roles[t] == "human", merge_into_prev=joins, limit=t)
+        measured = await self._measured(row, end)
+        passes = self._passes(self._budget(row.cost(head, t)))
+        out, metrics, best = await passes.run(row.native[:end], row.fmt, row.turns[:end], measured,
+                                              replace(p, total_tokens=measured.total), None, previous,
+                                              max(0, upto - head))
+        if best is None:
+            return None, None, metrics
+        t = best.plan.end
+        origins = list(range(head)) + ([] if joins or best.plan.merge_into_next else [-1]) + list(range(t, end))
+        made = Segment(out, origins, seg.end, t, end, best.tokens, t - head, seg.end - t)
+        example = self.sourcing.example(best.request, best.sourced.summary.text, index)
+        return made, example, metrics
+
+    def _tail_start(self, row: Row, seg: Segment, head: int, c: int, joins: bool) -> int:
+        """Where the carried tail starts: `tail_tokens` of whole groups, else `last_n_turns` turns at least;
+        then, oldest first, fewer turns while the head, the summary at its budget, the tail and the group up
+        to `c` would be over the target (the summary covers them instead), down to no tail. At an assistant
+        turn where the summary `joins` a user turn; after the turns the previous summary covers."""
+        roles, end = row.roles, seg.end
+
+        def starts_tail(t: int) -> bool:
+            if t == end:  # no tail: the next group follows the summary
+                return not row.join and not (joins and end < len(roles) and roles[end] == "human")
+            return roles[t] == "gpt" if joins else roles[t] != "tool"
+
+        # the summary must have more than the user's words to cover (those it carries verbatim)
+        said = next((i for i in range(seg.body_from, end) if roles[i] != "human"), end)
+        fits = [t for t in range(said + 1, end + 1) if starts_tail(t)]
+        if not fits:
+            return end
+        if self.config.tail_tokens:
+            within = [t for t in fits if row.cost(t, end) <= self.config.tail_tokens]
+            wanted = within[0] if within else fits[-1]
+        else:
+            enough = [t for t in fits if end - t >= self.config.protect_last_n_turns]
+            wanted = enough[-1] if enough else fits[0]
+        # chosen before the summarizer is asked, from the summary's budget: one summary per compaction
+        room = self.config.target_max_tokens - row.measured.overhead - row.cost(0, head)
+        takes = [t for t in fits if t >= wanted
+                 and self._summary_cost(self._budget(row.cost(head, t))) + row.cost(t, c) <= room]
+        return takes[0] if takes else fits[-1]
+
+    async def _measured(self, row: Row, end: int) -> Measured:
+        if self.lengths.mode == "turns":
+            costs = row.measured.costs[:end]
+            return Measured(sum(costs), costs)
+        messages = row.fmt.chat_messages(row.native[:end], self.config.chat_roles)
+        return await self.lengths.ameasure([t.text for t in row.turns[:end]], messages, 0)
+
+    def _budget(self, span_tokens: int) -> int:
+        """A summary's budget: summary_target_tokens, or summary_ratio of the span it replaces, within
+        summary_min_tokens and summary_max_tokens (and at most half the target)."""
+        cfg = self.config
+        if not cfg.summary_ratio:
+            return cfg.summary_target_tokens
+        budget = min(max(round(span_tokens * cfg.summary_ratio), cfg.summary_min_tokens), cfg.summary_max_tokens)
+        return max(1, min(budget, cfg.target_max_tokens // 2))
+
+    def _summary_cost(self, budget: int) -> int:
+        """What a summary at `budget` adds to a row as planned: with the template's markers around it and the
+        notice (what self.params adds to summary_target_tokens)."""
+        return budget + self.params.summary_tokens - self.config.summary_target_tokens
+
+    def _passes(self, budget: int) -> Passes:
+        """The passes at this summary's budget."""
+        if budget == self.config.summary_target_tokens:
+            return self.fixed
+        cfg = self.config.replace(summary_target_tokens=budget)
+        params = replace(self.params, summary_tokens=self._summary_cost(budget))
+        return Passes(cfg, self.counter, self.lengths, params, self.sourcing, Assembler(cfg, self.counter))

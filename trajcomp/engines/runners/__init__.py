@@ -1,0 +1,1 @@
+"""What moves rows through the row core: local files, worker processes, Ray, `datasets`, the dry run."""
