@@ -809,8 +809,7 @@ def write_doc(path: Path, sections: list[tuple[dict, list[Figure], dict]], comma
 
 
 MEASURES = (counting, pass_through, shared_prompt, summarizer_bound, chat_template, pruning, segments, workers, coordinator,
-            ray_driver, ray_store,
-            memory)
+            ray_driver, ray_store, memory)
 # Not in --quick's full run (tests/test_bench.py, CI), unless asked for with --only: a Ray cluster's start alone takes ~20 s.
 NOT_QUICK = (ray_driver, ray_store)
 
