@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 
 import pytest
 from conftest import DEMO_TOKENIZER, ROOT, read_jsonl, run_cli, write_jsonl
@@ -18,7 +19,7 @@ from trajcomp.core.config import CHECK_NAMES, ConfigError, enabled_checks, load_
 from trajcomp.core.metrics import Outcome, RowMetrics
 from trajcomp.core.summarizer import Summary
 from trajcomp.core.tokens import TokenCounter
-from trajcomp.engines.summaries.cache import _decoded, _encoded
+from trajcomp.engines.summaries.cache import Hit, _decoded, _encoded, _parsed
 from trajcomp.reports.comparison import comparison
 from trajcomp.reports.page import report_page
 from trajcomp.reports.reading import read_report
@@ -243,9 +244,20 @@ def test_checks_failed_in_rows_only_when_some_failed_and_through_the_cache():
     for summary in (Summary("text", 2, 1, ("loop",)), Summary("text", 1, 0)):
         line = json.loads(_encoded("k", summary))
         assert ("checks_failed" in line["summary"]) is bool(summary.checks_failed)
-        assert _decoded(line, "k") == summary
+        assert _decoded(line, "k") == Hit(summary)
+        recorded = json.loads(_encoded("k", summary, "the checks' name"))
+        assert _decoded(recorded, "k") == Hit(summary, "the checks' name")
+        recorded["summary"]["checked"] = "other checks"  # the record is under the checksum: altered, never served
+        assert _parsed(json.dumps(recorded).encode()) is None
     old = {"key": "k", "summary": {"text": "t", "api_calls": 1, "errors": 0}}  # a cache from before the checks
-    assert _decoded(old, "k") == Summary("t", 1, 0)
+    assert _decoded(old, "k") == Hit(Summary("t", 1, 0), None)
+
+
+def test_the_checks_name_changes_with_what_decides_a_verdict():
+    names = {ALL.identity("tok"), ALL.identity("other tok"), ck.Checks(ALL.names[1:], ALL.limits).identity("tok"),
+             ck.Checks(ALL.names, replace(ALL.limits, echo_max_share=0.7)).identity("tok")}
+    assert len(names) == 4 and ALL.identity("tok") == ALL.identity("tok")
+    assert ck.Checks((), ALL.limits).identity("tok") is None  # no checks: nothing to record
 
 
 @pytest.fixture(scope="module")
@@ -324,6 +336,27 @@ def test_a_cached_answer_that_fails_the_checks_is_asked_again(srv, data, tmp_pat
     srv.reset()
     checked = compress(tmp_path, srv.base_url, bpe_tokenizer)
     assert "sorry" not in checked.out.read_text(encoding="utf-8").lower() and srv.stats.requests == N_OVER
+
+
+def test_a_cached_summary_recorded_as_passing_this_runs_checks_is_not_judged_again(srv, data, tmp_path, bpe_tokenizer):
+    first = compress(tmp_path, srv.base_url, bpe_tokenizer)
+    refusal = BAD_ANSWERS["refusal"]([])
+    # Each stored summary made a refusal, its record of the checks it passed kept: a hit judged again
+    # would be turned away and bought again; one taken on its record is served.
+    for segment in first.cache.glob("*.jsonl"):
+        entries = [json.loads(line) for line in segment.read_text(encoding="utf-8").splitlines()]
+        assert all(e["summary"]["checked"] for e in entries)  # an online answer records this run's checks
+        segment.write_bytes(b"".join(
+            _encoded(e["key"], Summary(refusal, e["summary"]["api_calls"], 0), e["summary"]["checked"]) + b"\n"
+            for e in entries))
+    srv.reset()
+    trusted = compress(tmp_path, srv.base_url, bpe_tokenizer)
+    assert srv.stats.requests == 0 and trusted.out.read_text(encoding="utf-8").count(refusal) == N_OVER
+    config = tmp_path / "thresholds.yaml"  # other checks (one threshold moved): the record does not hold
+    config.write_text("summarization:\n  check_thresholds:\n    echo_max_share: 0.7\n")
+    srv.reset()
+    judged = compress(tmp_path, srv.base_url, bpe_tokenizer, "--config", str(config))
+    assert srv.stats.requests == N_OVER and refusal not in judged.out.read_text(encoding="utf-8")
 
 
 def test_cli_checks_none_is_reported_and_a_bad_value_exits_2(srv, data, tmp_path, bpe_tokenizer):

@@ -120,6 +120,11 @@ class Summarizer(ABC):
         `request` (one stored under other checks may not); None when it may."""
         return None
 
+    def checks_id(self) -> str | None:
+        """A name for the checks `unusable` applies this run; a cached summary recorded as having passed
+        checks of this name is not judged again. None: nothing recorded, every hit judged."""
+        return None
+
     def live(self) -> dict[str, int]:
         """Facts for the progress bar, such as calls in flight."""
         return {}

@@ -4,12 +4,15 @@ sent, so an answer read back from a batch (only its body kept) is judged as an o
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections import Counter
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Sequence
 
 from ..core.config import CHECK_NAMES, DEFAULT_CHECK_THRESHOLDS, enabled_checks
+from ..version import __version__
 from . import language
 from .language import units
 from .refusal import is_refusal, refusal_share
@@ -59,6 +62,15 @@ class Checks:
         values = {**DEFAULT_CHECK_THRESHOLDS, **config.check_thresholds}
         limits = Thresholds(**{f.name: float(values[f.name]) for f in fields(Thresholds)})
         return cls(enabled_checks(config.summary_checks), limits)
+
+    def identity(self, tokenizer: str | None) -> str | None:
+        """A name for these checks as this trajcomp applies them, counting with `tokenizer` (too_little
+        counts tokens): an answer that passed checks of one name passes them again. None when there are none.
+        The version is part of it: a release may judge differently."""
+        if not self.names:
+            return None
+        said = [__version__, tokenizer, list(self.names), asdict(self.limits)]
+        return hashlib.sha256(json.dumps(said, sort_keys=True).encode("utf-8")).hexdigest()[:32]
 
 
 def failed_check(text: str, body: dict[str, Any], checks: Checks, counter) -> str | None:

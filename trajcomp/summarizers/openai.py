@@ -281,6 +281,9 @@ class OpenAISummarizer(Summarizer):
         failed = failed_check(summary.text, self.payload(request), self.checks, self.counter)
         return None if failed is None else CHECK_FAILED + failed
 
+    def checks_id(self) -> str | None:
+        return self.checks.identity(self.counter.name)
+
     def run_stats(self) -> dict[str, Any]:
         ms = sorted(round(seconds * 1000) for seconds in self.latencies)
         return {

@@ -51,14 +51,17 @@ class SummaryCache:
         self._refresh()  # the folder is made by the first summary stored: a run that stores none leaves none
 
     def get(self, key: str) -> Summary | None:
+        return _summary(self.lookup(key))
+
+    def lookup(self, key: str) -> Hit | None:
         found = self._lookup(key)
         if found is None and time.monotonic() - self._refreshed >= REFRESH_SECONDS:
             self._refresh()
             found = self._lookup(key)
         return found
 
-    def put(self, key: str, summary: Summary) -> None:
-        self._append(_encoded(key, summary))
+    def put(self, key: str, summary: Summary, checked: str | None = None) -> None:
+        self._append(_encoded(key, summary, checked))
 
     def attempts(self, key: str) -> dict[str, Attempt]:
         """The batch attempts recorded at `key`'s summary, by attempt id, in the order they came."""
@@ -90,7 +93,7 @@ class SummaryCache:
     def __len__(self) -> int:
         return len(self._index)
 
-    def _lookup(self, key: str) -> Summary | None:
+    def _lookup(self, key: str) -> Hit | None:
         where = self._index.get(_short(key))
         if where is None:
             return None
@@ -165,12 +168,15 @@ def _said(entry: dict[str, Any]) -> Any:
     return {k: entry[k] for k in ("failed", "answer") if k in entry}
 
 
-def _encoded(key: str, summary: Summary) -> bytes:
-    """A cache entry: the request's key, the summary with its provenance (the calls it took) and the
-    summary's checksum, so one altered on disk is bought again, never served."""
-    value = {"text": summary.text, "api_calls": summary.api_calls, "errors": summary.errors}
+def _encoded(key: str, summary: Summary, checked: str | None = None) -> bytes:
+    """A cache entry: the request's key, the summary with its provenance (the calls it took), the checks
+    it passed (`Summarizer.checks_id`) and the summary's checksum, so one altered on disk is bought
+    again, never served."""
+    value: dict[str, Any] = {"text": summary.text, "api_calls": summary.api_calls, "errors": summary.errors}
     if summary.checks_failed:  # left out when empty: entries written before checks read the same
         value["checks_failed"] = list(summary.checks_failed)
+    if checked is not None:
+        value["checked"] = checked
     return json.dumps({"key": key, "summary": value, "sha256": _checksum(value)}, ensure_ascii=False).encode("utf-8")
 
 
@@ -180,12 +186,25 @@ def _checksum(value: Any) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
 
 
-def _decoded(entry: dict[str, Any] | None, key: str) -> Summary | None:
+@dataclass(frozen=True)
+class Hit:
+    """A stored summary and the checks it passed when stored (None: not recorded, as in older entries)."""
+
+    summary: Summary
+    checked: str | None = None
+
+
+def _decoded(entry: dict[str, Any] | None, key: str) -> Hit | None:
     """The summary of an entry read back, if it is whole and is `key`'s (64-bit index keys may collide)."""
     if entry is None or entry["key"] != key:
         return None
     value = dict(entry["summary"])
-    return Summary(**{**value, "checks_failed": tuple(value.get("checks_failed", ()))})
+    checked = value.pop("checked", None)
+    return Hit(Summary(**{**value, "checks_failed": tuple(value.get("checks_failed", ()))}), checked)
+
+
+def _summary(hit: Hit | None) -> Summary | None:
+    return None if hit is None else hit.summary
 
 
 def _parsed(line: bytes) -> dict[str, Any] | None:
@@ -218,6 +237,9 @@ class ObjectCache:
         return f"{self._root}/{key[:2]}/{key}.json"
 
     def get(self, key: str) -> Summary | None:
+        return _summary(self.lookup(key))
+
+    def lookup(self, key: str) -> Hit | None:
         try:
             with self._fs.open_input_stream(self._key(key)) as f:
                 entry = _parsed(f.read())
@@ -225,9 +247,9 @@ class ObjectCache:
             return None
         return _decoded(entry, key)
 
-    def put(self, key: str, summary: Summary) -> None:
+    def put(self, key: str, summary: Summary, checked: str | None = None) -> None:
         with self._fs.open_output_stream(self._key(key)) as f:
-            f.write(_encoded(key, summary))
+            f.write(_encoded(key, summary, checked))
 
     def attempts(self, key: str) -> dict[str, Attempt]:
         from pyarrow.fs import FileSelector  # as remote.py: pyarrow only for object storage
@@ -273,10 +295,11 @@ def answered(cache: SummaryCache | ObjectCache, inner: Summarizer, request: Summ
     """`request`'s summary from the cache: a stored one this run's checks accept, or else the first
     batch answer they pass (stored as the key's summary, with what the attempts before it cost); when
     there is none, why each attempt at it failed. Answers arrive from batches without their requests,
-    so they are judged here, by the first row that asks (inner.unusable: the summary checks)."""
-    hit = cache.get(key)
-    if hit is not None and inner.unusable(request, hit) is None:
-        return key, hit, {}
+    so they are judged here, by the first row that asks (inner.unusable: the summary checks); a stored
+    summary that records passing this run's checks is not judged again."""
+    hit, checks = cache.lookup(key), inner.checks_id()
+    if hit is not None and ((checks is not None and hit.checked == checks) or inner.unusable(request, hit.summary) is None):
+        return key, hit.summary, {}
     attempts = cache.attempts(key)
     for attempt, tried in attempts.items():
         if tried.why is not None or tried.answer is None:
@@ -285,7 +308,7 @@ def answered(cache: SummaryCache | ObjectCache, inner: Summarizer, request: Summ
         if why is None:
             summary = _provenance(tried.answer, attempts)
             if hit is None:  # a stored summary the checks turn away would hide a new one: not stored
-                cache.put(key, summary)
+                cache.put(key, summary, checks)
             return key, summary, {}
         cache.put_attempt(key, attempt, why=why)
         attempts[attempt] = Attempt(why, tried.answer)
@@ -323,7 +346,8 @@ class CachedSummarizer(Summarizer):
             return hit
         summary = await self.inner.summarize(request)
         if key is not None:
-            await asyncio.to_thread(self.cache.put, key, summary)
+            # an online answer passed this run's checks before it was returned
+            await asyncio.to_thread(self.cache.put, key, summary, self.inner.checks_id())
         return summary
 
     def _lookup(self, request: SummaryRequest) -> tuple[str | None, Summary | None]:
