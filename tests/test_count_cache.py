@@ -14,7 +14,7 @@ from tokenizers import Tokenizer
 from conftest import DEMO_TOKENIZER, SAMPLES, read_jsonl
 from test_fits import qwen3_folder
 
-from trajcomp.core.count_cache import ENTRIES, MAX_BYTES, CountCache
+from trajcomp.core.count_cache import MAX_BYTES, CountCache, cost
 from trajcomp.core.tokens import TokenCounter
 
 FOLDERS = {"demo": DEMO_TOKENIZER, "qwen3": qwen3_folder()}
@@ -68,19 +68,23 @@ def test_a_text_every_row_shares_is_encoded_once_by_the_rows_in_flight():
     assert counter.count(per_row[3]) == counts[3] and counter.chars == before  # a later row: nothing encoded
 
 
-def test_the_cache_keeps_the_recently_used_within_its_stated_memory():
+@pytest.mark.parametrize("sizes", [(5,), (50, 5000), (20_000,), (3, 300, 3000, 30_000, 550_000)])
+def test_the_cache_keeps_the_recently_used_within_its_stated_memory(sizes):
     cache = CountCache()
     shared = "the system prompt every row opens with"
+    made = 0
     tracemalloc.start()
     try:
-        for i in range(0, 3 * ENTRIES, 64):  # three times what it holds, the shared text asked for all along
-            batch = [f"text {j}" for j in range(i, i + 64)] + [shared]
+        while made < 3 * MAX_BYTES:  # three times what it holds, the shared text asked for all along
+            batch = [f"text {made + j} " + "x" * sizes[j % len(sizes)] for j in range(64)] + [shared]
+            made += sum(cost(t) for t in batch if len(t) < 500_000)  # the largest are never kept
             cache.counts(batch, lambda texts: [1000 + len(t) for t in texts])  # counts of real size
+        del batch
         held, _ = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert len(cache) == ENTRIES
-    assert held <= MAX_BYTES, f"{held / 2**20:.1f} MiB"
+    assert held <= MAX_BYTES, f"{held / 2**20:.2f} MiB"
+    assert 0.8 * MAX_BYTES < cache.bytes <= MAX_BYTES  # full, by its own account too
     asked = []
-    cache.counts([shared, "text 0"], lambda texts: asked.extend(texts) or [0] * len(texts))
-    assert asked == ["text 0"]  # the oldest went out; the text in use all along stayed
+    cache.counts([shared, "text 0 " + "x" * sizes[0]], lambda texts: asked.extend(texts) or [0] * len(texts))
+    assert asked == ["text 0 " + "x" * sizes[0]]  # the oldest went out; the text in use all along stayed
