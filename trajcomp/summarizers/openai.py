@@ -97,6 +97,7 @@ class OpenAISummarizer(Summarizer):
         self.prompt_templates = _prompt_templates(config.prompt_file)
         self.prefix = config.summary_prefix
         self.checks = Checks.from_config(config)
+        self._checks_id = self.checks.identity(counter.name)  # once: every answer stored records it
         # Room enough that a summary a model makes longer than asked is not cut (finish_reason: length).
         self.max_tokens = 2 * config.summary_target_tokens
         self.max_input_tokens = config.max_input_tokens or DEFAULT_CONTEXT - self.max_tokens
@@ -282,7 +283,7 @@ class OpenAISummarizer(Summarizer):
         return None if failed is None else CHECK_FAILED + failed
 
     def checks_id(self) -> str | None:
-        return self.checks.identity(self.counter.name)
+        return self._checks_id
 
     def run_stats(self) -> dict[str, Any]:
         ms = sorted(round(seconds * 1000) for seconds in self.latencies)
