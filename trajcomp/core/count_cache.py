@@ -3,10 +3,10 @@
 Rows of one agent framework repeat themselves: every row opens with the same system prompt and tool
 schemas, and agents read the same file again and again. A text's count never changes, so the counts
 are kept in a dict keyed by the text itself: Python's own string hash (computed once per string, under
-the GIL: a digest of every text released the GIL and cost the counting threads switches, ~6% CPU on
-rows where nothing repeats), and on a hash collision the texts compared, so a count served is always
-the tokenizer's count of that very text. The dict holds its texts (references: a row's own string,
-not a copy) up to MAX_BYTES, least recently used first out.
+the GIL, with no copy: a digest needs each text encoded to bytes, and hashlib releases the GIL on long
+ones, a switch among the counting threads), and on a hash collision the texts compared, so a count
+served is always the tokenizer's count of that very text. The dict holds its texts (references: a
+row's own string, not a copy) up to MAX_BYTES, least recently used first out.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from typing import Callable, Sequence
 
 MAX_BYTES = 4 << 20  # the texts held and their entries, at most (measured in tests/test_count_cache.py)
 # An entry's own cost beside its text: the ordered dict's slot, links and hash, and the count (measured:
-# 145 to 180 bytes while entries come and go). A text is charged sys.getsizeof (its characters at 1, 2 or 4 bytes each, and its header).
+# 145 to 180 bytes while entries come and go). A text is charged sys.getsizeof (its characters at 1, 2
+# or 4 bytes each, and its header).
 ENTRY_BYTES = 200
 
 
