@@ -17,18 +17,20 @@ from pathlib import Path
 # Kinds of work, by a frame found in the sampled stack (the one nearest the leaf wins).
 KINDS = (
     ("waiting (idle worker threads, the event loop's select)", ("Condition.wait", "EpollSelector.select")),
-    ("tokenizer (Rust encode_batch)", ("TokenCounter._count", "TokenCounter.count", "TokenCounter.encode")),
+    ("tokenizer (Rust encode_batch)", ("TokenCounter._count", "TokenCounter.count", "TokenCounter.encode",
+                                       "count_cache.py")),
     ("JSON parsing", ("parse_line", "JSONDecoder", "json/decoder.py")),
     ("JSON serialising", ("json_text", "JSONEncoder", "json/encoder.py", "orjson")),
     ("Parquet read/write", ("formats/parquet.py", "formats/arrow_rows.py")),
     ("summarizer (prompt, HTTP client)", ("summarizers/", "aiohttp/")),
-    ("summary cache", ("summary_cache.py",)),
+    ("summary cache", ("engines/summaries/",)),
     ("identifiers (extraction, index) and redaction", ("identifiers.py", "identifier_kinds.py", "redact.py")),
     ("compressor, planner, rows, metrics", ("compressor.py", "passes.py", "assembly.py", "sourcing.py", "planner.py",
-                                            "core/rows.py", "openai_rows.py", "metrics.py")),
-    ("writing parts, checkpoints", ("formats/base.py", "parts.py", "checkpoint.py", "fsync")),
-    ("pipeline and event loop", ("pipeline.py", "ordered.py", "results.py", "failures.py", "run_report.py",
-                                 "asyncio/", "selectors.py", "concurrent/futures")),
+                                            "core/rows.py", "openai_rows.py", "metrics.py", "segments.py",
+                                            "pruning.py", "prune_fit.py")),
+    ("writing parts, checkpoints", ("formats/base.py", "engines/parts/", "fsync")),
+    ("pipeline and event loop", ("engines/runners/", "engines/flow/", "asyncio/", "selectors.py",
+                                 "concurrent/futures")),
     ("start-up (imports, tokenizer load)", ("importlib", "from_pretrained", "tokens.py:_load", "_load (trajcomp")),
 )
 
