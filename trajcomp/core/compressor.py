@@ -18,7 +18,7 @@ from .passes import Attempt, Passes, plan_region, unchanged
 from .planner import Decision, Plan, PlanParams
 from .prune_fit import Pruned, Pruner, summary_avoided, with_pruning
 from .row_result import RowResult, SummaryExample  # noqa: F401  (named with the compressor)
-from .segment_rows import replay_metrics, segment_rows, with_lineage
+from .segment_rows import replay_metrics, segment_rows, with_lineage, with_stubs
 from .segments import Row, Segmenter
 from .rows import SHAREGPT, RowError, RowSchema, Turn
 from .sourcing import Sourcing
@@ -127,7 +127,7 @@ class TrajectoryCompressor:
         measured = await self._measure(native, adapter, turns, costs_above=0)
         if measured.total <= target:
             out, metrics, _ = await self._plain(native, adapter, turns, measured)  # under the target: no summary
-            metrics = await self._with_assistant_tokens(metrics, turns, measured)
+            metrics = await self._with_assistant_tokens(self._pruning_said(metrics), turns, measured)
             return self._one_row(row, adapter, native, out, metrics, field)
         walked = Row(native, adapter, turns, measured, self.config.summary_prefix)
         replay = await self.segmenter.replay(walked)
@@ -135,9 +135,11 @@ class TrajectoryCompressor:
             failed = replace(unchanged(Outcome.FAILED, turns, measured, target, None, error=replay.failed.error),
                              summarization_api_calls=replay.failed.summarization_api_calls,
                              summarization_errors=replay.failed.summarization_errors)
-            failed = await self._with_assistant_tokens(failed, turns, measured)
+            failed = await self._with_assistant_tokens(self._pruning_said(failed), turns, measured)
             return self._one_row(row, adapter, native, native, failed, field)
         metrics = replay_metrics(replay, walked.roles, measured.costs, walked.summaries, measured.total, target)
+        if self.pruner is not None:
+            metrics = with_stubs(metrics, walked)
         rejected = self._rejected(metrics)
         if rejected is not None:
             return rejected
@@ -158,9 +160,13 @@ class TrajectoryCompressor:
         turns = fmt.turns(native)
         measured = await self._measure(native, fmt, turns, costs_above=self.config.target_max_tokens)
         out, metrics, kept = await self._plain(native, fmt, turns, measured)
-        if self.pruner is not None and metrics.pruned_outputs is None:  # pruning on: every row says what it pruned
-            metrics = replace(metrics, pruned_outputs=0)
-        return out, await self._with_assistant_tokens(metrics, turns, measured), kept
+        return out, await self._with_assistant_tokens(self._pruning_said(metrics), turns, measured), kept
+
+    def _pruning_said(self, metrics: RowMetrics) -> RowMetrics:
+        """Pruning on: every row says what it pruned, 0 when nothing."""
+        if self.pruner is not None and metrics.pruned_outputs is None:
+            return replace(metrics, pruned_outputs=0)
+        return metrics
 
     async def _with_assistant_tokens(self, metrics: RowMetrics, turns: Sequence[Turn], measured: Measured) -> RowMetrics:
         """The input's assistant tokens (its turns' costs; the texts counted when a template's row under the

@@ -36,10 +36,11 @@ class Pruner:
         self.target = config.target_max_tokens
         self.lengths, self.params = lengths, params
 
-    async def fit(self, native, fmt, turns: Sequence[Turn], measured: Measured) -> Pruned | None:
+    async def fit(self, native, fmt, turns: Sequence[Turn], measured: Measured, within: Sequence[int] | None = None) -> Pruned | None:
         """The row with the fewest stubs that fit it, or with every stub when none do; None: nothing to stub.
+        `within`: the turns that may be stubbed, instead of those outside the protected head and tail.
         CPU work off the loop; in `turns` mode the stubs are counted together with the other rows in flight."""
-        found = await asyncio.to_thread(self._candidates, native, fmt, turns)
+        found = await asyncio.to_thread(self._candidates, native, fmt, turns, within)
         counts = await self.lengths.counter.acount([c.text for c in found]) if self._counted(found) else None
         return await asyncio.to_thread(self._choose, native, fmt, turns, found, counts, measured)
 
@@ -49,8 +50,8 @@ class Pruner:
         counts = self.lengths.counter.count([c.text for c in found]) if self._counted(found) else None
         return self._choose(native, fmt, turns, found, counts, measured)
 
-    def _candidates(self, native, fmt, turns: Sequence[Turn]) -> list[Candidate]:
-        return candidates(native, fmt, turns, self.params, self.style, self.min_chars)
+    def _candidates(self, native, fmt, turns: Sequence[Turn], within: Sequence[int] | None = None) -> list[Candidate]:
+        return candidates(native, fmt, turns, self.params, self.style, self.min_chars, within)
 
     def _counted(self, found: list[Candidate]) -> bool:
         """Whether the stubs are counted alone (`turns` mode), before choosing."""

@@ -58,16 +58,17 @@ class Block:
 
 
 def candidates(native: Sequence[dict], fmt, turns: Sequence[Turn], params: PlanParams, style: StubStyle,
-               min_chars: int) -> list[Candidate]:
-    """The tool turns pruning may stub, in the order it stubs them."""
+               min_chars: int, within: Sequence[int] | None = None) -> list[Candidate]:
+    """The tool turns pruning may stub, in the order it stubs them: those outside the protected head and
+    tail, or `within` (a segment's closing outputs, core/segments.py)."""
     roles = [t.role for t in turns]
-    head_end, tail_start = protected_bounds(roles, params)
+    eligible = within if within is not None else range(*protected_bounds(roles, params))
     outputs = _outputs(native, fmt, turns)
     newest: dict[tuple, int] = {}  # an output's identity -> the last turn holding it
     for i, blocks in outputs.items():
         newest[_identity(blocks)] = i
     dups, others = [], []
-    for i in range(head_end, tail_start):
+    for i in eligible:
         if i not in outputs:
             continue
         j = newest[_identity(outputs[i])]

@@ -3,11 +3,12 @@ input row's segments, and what its compaction did; and the input row's metrics o
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Sequence
 
 from .config import CompressionConfig
 from .metrics import Outcome, RowMetrics
-from .segments import Replay, Segment
+from .segments import Replay, Row, Segment
 
 
 def trained(seg: Segment, roles: Sequence[str], summaries: set[int]) -> list[int]:
@@ -68,3 +69,13 @@ def replay_metrics(replay: Replay, roles: Sequence[str], costs: Sequence[int], s
         assistant_tokens_kept=round(fit / gpt, 4) if gpt else None, summary_checks_failed=checks,
         segments=len(segs), summaries=len(runs), assistant_tokens=gpt, assistant_tokens_trained=fit,
     )
+
+
+def with_stubs(metrics: RowMetrics, row: Row) -> RowMetrics:
+    """`metrics` with the stubs the row's segments hold (compression.prune), each counted once however many
+    rows carry it, and the tokens they saved, counted from the input."""
+    closing = {i: c for i, (c, _) in row.closing.items() if i not in row.stubs}  # stubbed in one row only
+    saved = sum(row.measured.costs[i] - row.costs[i] for i in row.stubs) + sum(row.closing[i][1] for i in closing)
+    stubs = [*row.stubs.values(), *closing.values()]
+    return replace(metrics, pruned_outputs=len(stubs), pruned_tokens=saved,
+                   deduplicated_outputs=sum(c.duplicate for c in stubs))

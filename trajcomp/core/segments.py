@@ -6,6 +6,9 @@ not, the row is complete, and the next one is the protected head, ONE summary tu
 between the head and the carried tail (the previous summary updated with the turns since, through
 `Passes`, as a row's re-asks are), the carried tail, and the groups that follow. A live agent's own
 compaction summary in the row (compaction.py) ends a row too, and is the previous summary to update.
+With `compression.prune`, a row about to be cut, or still over after its compaction, first has old tool
+outputs stubbed (prune_fit.py), as few as fit it; the stubs stay in every later view, as in a live agent's
+context, while summaries are written from the original turns.
 In a row that keeps LLaMA-Factory's alternation the head ends at the first human turn, the summary
 joins it, and the tail starts at an assistant turn.
 """
@@ -20,6 +23,8 @@ from .assembly import Assembler
 from .config import CompressionConfig
 from .passes import Passes
 from .planner import Decision, Plan, PlanParams, alternation_parity, protected_bounds
+from .prune_fit import Pruner
+from .pruning import Candidate
 from .row_result import SummaryExample
 from .sourcing import Sourcing
 from .tokens import Measured, TokenCounter
@@ -40,6 +45,7 @@ class Segment:
     summarized: int = 0  # input turns its summary covers
     carried: int = 0  # turns carried from the row before
     cannot_fit: bool = False
+    closed: bool = False  # its closing outputs are stubs: the next group opens a new row
 
 
 @dataclass
@@ -53,13 +59,22 @@ class Replay:
 
 
 class Row:
-    """One input row's fixed facts for the walk."""
+    """One input row's facts for the walk, and the stubs chosen so far (the turns as the agent's context holds them)."""
 
     def __init__(self, native, fmt, turns: Sequence[Turn], measured: Measured, prefix: str):
         self.native, self.fmt, self.turns, self.measured = native, fmt, list(turns), measured
         self.roles = [t.role for t in turns]
         self.join = bool(fmt.alternation) and alternation_parity(self.roles) is not None
         self.summaries = {i for i, t in enumerate(turns) if compaction.is_summary(t.text, prefix)}
+        self.current, self.seen, self.costs = list(native), list(turns), list(measured.costs)
+        self.stubs: dict[int, Candidate] = {}  # input index -> its stub
+        self.closing: dict[int, tuple[Candidate, int]] = {}  # outputs stubbed in one row only, with the tokens saved
+
+    def stub(self, i: int, candidate: Candidate, saved: int) -> None:
+        """Input turn `i` a stub from now on, `saved` tokens shorter."""
+        self.stubs[i] = candidate
+        self.current[i], self.seen[i] = candidate.native, Turn("tool", candidate.text)
+        self.costs[i] -= saved
 
     def cuts(self, head: int) -> list[int]:
         """Where a row may end: before a turn that is no result and follows no human turn; in an alternation
@@ -73,7 +88,7 @@ class Row:
         return sorted(set(ok) | {c for c in self.summaries if c >= head} | {n})
 
     def cost(self, start: int, end: int) -> int:
-        return sum(self.measured.costs[start:end])
+        return sum(self.costs[start:end])
 
 
 class Segmenter:
@@ -82,6 +97,7 @@ class Segmenter:
     def __init__(self, config: CompressionConfig, counter: TokenCounter, lengths, params: PlanParams, sourcing: Sourcing):
         self.config, self.counter, self.lengths, self.params, self.sourcing = config, counter, lengths, params, sourcing
         self.fixed = Passes(config, counter, lengths, params, sourcing, Assembler(config, counter))
+        self.pruner = Pruner(config, lengths, params) if config.prune else None
 
     async def replay(self, row: Row) -> Replay:
         head = self._head_end(row)
@@ -94,8 +110,8 @@ class Segmenter:
                     out.segments.append(seg)
                     seg = await self._reopened(row, head, seg.end)
                 previous, upto = compaction.body(row.turns[seg.end].text, self.config.summary_prefix), seg.end + 1
-            tokens = await self._fits(row, seg, c)
-            if tokens is None and seg.end > max(head, seg.new_from):
+            grown = None if seg.closed else await self._grown(row, seg, c)
+            if grown is None and seg.end > max(head, seg.new_from):
                 out.segments.append(seg)
                 made, example, metrics = await self._compact(row, seg, head, c, previous, upto, len(out.segments))
                 if made is None:
@@ -105,8 +121,8 @@ class Segmenter:
                 out.examples.append(example)
                 out.passes.append(metrics)
                 previous, upto = example.summary, seg.body_from
-                tokens = await self._fits(row, seg, c)
-            seg = await self._extended(row, seg, c, tokens)
+                grown = await self._grown(row, seg, c)
+            seg = grown or await self._closed(row, seg, c) or await self._extended(row, seg, c, None)
         out.segments.append(seg)
         return out
 
@@ -119,9 +135,66 @@ class Segmenter:
             head = protected_bounds(row.roles, replace(self.params, protect_last_n_turns=0))[0]
         return min([head, *row.summaries])
 
+    async def _grown(self, row: Row, seg: Segment, c: int) -> Segment | None:
+        """`seg` with the group up to `c` when that fits, with the fewest stubs it takes (compression.prune);
+        None when it does not fit even so."""
+        tokens = await self._fits(row, seg, c)
+        if tokens is not None:
+            return await self._extended(row, seg, c, tokens)
+        if self.pruner is None:
+            return None
+        native, origins = seg.native + row.current[seg.end:c], seg.origins + list(range(seg.end, c))
+        pruned, stubs = await self._pruned(row, native, self._old(row, origins))
+        if pruned is None or pruned.measured.total > self.config.target_max_tokens:
+            return None
+        for stub, saved in stubs:
+            row.stub(origins[stub.index], stub, saved)
+        return replace(seg, native=pruned.native, origins=origins, end=c, tokens=pruned.measured.total)
+
+    async def _closed(self, row: Row, seg: Segment, c: int) -> Segment | None:
+        """`seg` with the group up to `c`, which fits no row otherwise, fit by stubbing also the outputs it closes
+        on (after its last assistant turn: what no turn of this row reads), as few as fit: the row then ends
+        there. Those stubs are this row's only; a later row carries the outputs whole or summarizes them."""
+        if self.pruner is None:
+            return None
+        native, origins = seg.native + row.current[seg.end:c], seg.origins + list(range(seg.end, c))
+        pruned, old = await self._pruned(row, native, self._old(row, origins))
+        native = native if pruned is None else pruned.native
+        closing = range(max(i for i, t in enumerate(row.fmt.turns(native)) if t.role != "tool") + 1, len(native))
+        last, stubs = await self._pruned(row, native, closing)
+        if last is None or last.measured.total > self.config.target_max_tokens:
+            return None
+        for stub, saved in old:
+            row.stub(origins[stub.index], stub, saved)
+        for stub, saved in stubs:
+            row.closing[origins[stub.index]] = (stub, saved)
+        return replace(seg, native=last.native, origins=origins, end=c, tokens=last.measured.total, closed=True)
+
+    def _old(self, row: Row, origins: list[int]) -> list[int]:
+        """The view's turns pruning may stub: outside its protected head and tail, and no stub already."""
+        start, end = protected_bounds([row.roles[i] if i >= 0 else "human" for i in origins], self.pruner.params)
+        return [i for i in range(start, end) if origins[i] not in row.stubs]
+
+    async def _pruned(self, row: Row, native: list[dict[str, Any]], within: Sequence[int]):
+        """The view `native` with the fewest stubs `within` it that fit it (prune_fit.py), or every stub (None:
+        none to make); and each stub with the tokens it saves (its text's count against its output's)."""
+        turns = row.fmt.turns(native)
+        if self.lengths.mode == "turns":
+            counts = await self.counter.acount([t.text for t in turns])
+            measured = Measured(sum(counts), counts)
+        else:  # with its pieces, which the pruner's edits are measured against
+            messages = row.fmt.chat_messages(native, self.config.chat_roles)
+            measured = await self.lengths.ameasure([t.text for t in turns], messages, 0)
+        pruned = await self.pruner.fit(native, row.fmt, turns, measured, within)
+        if pruned is None:
+            return None, []
+        before = await self.counter.acount([turns[s.index].text for s in pruned.stubbed])
+        after = await self.counter.acount([s.text for s in pruned.stubbed])
+        return pruned, [(stub, b - a) for stub, b, a in zip(pruned.stubbed, before, after)]
+
     async def _extended(self, row: Row, seg: Segment, c: int, tokens: int | None) -> Segment:
         """`seg` with the group up to `c`; one that does not fit even so is there, flagged."""
-        native = seg.native + [dict(t) for t in row.native[seg.end:c]]
+        native = seg.native + [dict(t) for t in row.current[seg.end:c]]
         if tokens is None:  # over: counted whole, since the turns' sum misses the template's closing pieces
             tokens = await self._tokens(row, native)
         return replace(seg, native=native, origins=seg.origins + list(range(seg.end, c)), end=c, tokens=tokens,
@@ -133,7 +206,7 @@ class Segmenter:
         estimate = seg.tokens + row.cost(seg.end, c)
         if self.lengths.mode == "turns" or estimate > target * 1.25:  # by turns the sum is exact
             return estimate if estimate <= target else None
-        tokens = await self._tokens(row, seg.native + row.native[seg.end:c])
+        tokens = await self._tokens(row, seg.native + row.current[seg.end:c])
         return tokens if tokens <= target else None
 
     async def _tokens(self, row: Row, native: list[dict[str, Any]]) -> int:
@@ -144,7 +217,7 @@ class Segmenter:
 
     async def _reopened(self, row: Row, head: int, at: int) -> Segment:
         """The row a live summary at `at` opens: the head, then the turns from the summary on."""
-        native = list(row.native[:head])
+        native = list(row.current[:head])
         return Segment(native, list(range(head)), at, at, at, await self._tokens(row, native))
 
     async def _compact(self, row: Row, seg: Segment, head: int, c: int, previous: str | None, upto: int, index: int):
@@ -159,8 +232,10 @@ class Segmenter:
                  and row.roles[t] == "human", merge_into_prev=joins, limit=t)
         measured = await self._measured(row, end)
         passes = self._passes(self._budget(row.cost(head, t)))
-        out, metrics, best = await passes.run(row.native[:end], row.fmt, row.turns[:end], measured,
-                                              replace(p, total_tokens=measured.total), None, previous,
+        # the head and the tail keep their stubs; the summary is written from the original turns
+        original = Measured(sum(row.measured.costs[:end]), row.measured.costs[:end]) if row.stubs else None
+        out, metrics, best = await passes.run(row.current[:end], row.fmt, row.turns[:end], measured,
+                                              replace(p, total_tokens=measured.total), original, previous,
                                               max(0, upto - head))
         if best is None:
             return None, None, metrics
@@ -201,10 +276,10 @@ class Segmenter:
 
     async def _measured(self, row: Row, end: int) -> Measured:
         if self.lengths.mode == "turns":
-            costs = row.measured.costs[:end]
+            costs = row.costs[:end]
             return Measured(sum(costs), costs)
-        messages = row.fmt.chat_messages(row.native[:end], self.config.chat_roles)
-        return await self.lengths.ameasure([t.text for t in row.turns[:end]], messages, 0)
+        messages = row.fmt.chat_messages(row.current[:end], self.config.chat_roles)
+        return await self.lengths.ameasure([t.text for t in row.seen[:end]], messages, 0)
 
     def _budget(self, span_tokens: int) -> int:
         """A summary's budget: summary_target_tokens, or summary_ratio of the span it replaces, within
