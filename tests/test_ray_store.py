@@ -138,13 +138,14 @@ def test_a_driver_killed_then_a_part_damaged_in_the_store_resumes_to_the_same_by
         proc.wait()
         here = [p.name for p in stage.rglob("file-00000/*") if not p.name.startswith(".")]  # but a checkpoint half-written
         assert here and all(name.endswith(".done.json") for name in here)  # the driver holds no part
-        # Checkpoints the driver committed but had not yet put in the store when it was killed (on a busy
-        # machine the kill can land between the two): lost on their way, each is rightly warned about too.
-        stored = {k.rsplit("/", 1)[1] for k in keys(fs, home) if "/file-00000/" in k}
-        in_flight = sorted(set(here) - stored)
         monkeypatch.setenv("TRAJCOMP_STAGE_DIR", str(stage))
         assert not remote.input_stage(f"s3://{home}/data.jsonl").exists()  # nor the input
         time.sleep(2)  # Ray ends a dead driver's actors
+        # Checkpoints the driver committed but had not yet put in the store when it was killed (on a busy
+        # machine the kill can land between the two): lost on their way, each may rightly be warned about
+        # too. Listed after the wait: an upload the kill cut short may still have landed.
+        stored = {k.rsplit("/", 1)[1] for k in keys(fs, home) if "/file-00000/" in k}
+        in_flight = sorted(set(here) - stored)
         thaw(server)
         (part,) = [k for k in keys(fs, home) if k.endswith("/file-00000/part-000001.jsonl")]
         spoil = truncate if damage == "rejects_truncated" else damage
@@ -163,7 +164,7 @@ def test_a_driver_killed_then_a_part_damaged_in_the_store_resumes_to_the_same_by
     assert again.code == 0, again.stderr
     warnings = [line for line in again.stderr.splitlines() if line.startswith("trajcomp: warning:")]
     lost = [w for w in warnings if any(f"/{name}: missing" in w for name in in_flight)]
-    assert len(warnings) - len(lost) == 1 and len(lost) == len(in_flight), (in_flight, again.stderr)
+    assert len(warnings) - len(lost) == 1 and len(lost) <= len(in_flight), (in_flight, again.stderr)
     (warning,) = [w for w in warnings if w not in lost]
     assert "part-000001." in warning
     # Named in the store where an actor found it; a rejects part the driver fetched, as its copy here.
