@@ -97,7 +97,9 @@ class OpenAISummarizer(Summarizer):
         self.prompt_templates = _prompt_templates(config.prompt_file)
         self.prefix = config.summary_prefix
         self.checks = Checks.from_config(config)
-        self._checks_id = self.checks.identity(counter.name)  # once: every answer stored records it
+        # Once: every answer stored records it. Without a counter (batch import needs no tokenizer)
+        # nothing is judged here, so nothing is recorded: the run that looks an answer up judges it.
+        self._checks_id = self.checks.identity(counter.name) if counter is not None else None
         # Room enough that a summary a model makes longer than asked is not cut (finish_reason: length).
         self.max_tokens = 2 * config.summary_target_tokens
         self.max_input_tokens = config.max_input_tokens or DEFAULT_CONTEXT - self.max_tokens
