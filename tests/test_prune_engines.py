@@ -6,7 +6,6 @@ against the real test server."""
 
 from __future__ import annotations
 
-import signal
 import sys
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import pytest
 from conftest import DEMO_TOKENIZER, ROOT, read_jsonl, run_cli, write_jsonl
 from openai_server import ServerThread
 from test_hf import hf_offline  # noqa: F401 (a fixture: datasets offline)
-from test_resume import cached_summaries, freeze, start, thaw, wait_for_parts
+from test_resume import cached_summaries, killed_midway, thaw
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import swe_rows  # noqa: E402
@@ -86,13 +85,7 @@ def test_kill_9_then_rerun_gives_the_same_bytes(reference, tmp_path):
     out = tmp_path / "run" / "out.jsonl"
     out.parent.mkdir()
     with ServerThread(latency=0.15) as server:
-        proc = start(compress_args(src, out, server.base_url))
-        try:
-            wait_for_parts(out, 1, proc)
-            freeze(server)
-        finally:  # killed whatever happened: a test leaves nothing running
-            proc.send_signal(signal.SIGKILL)
-            proc.communicate()
+        killed_midway(server, compress_args(src, out, server.base_url), out)
         assert not out.exists()
         paid = cached_summaries(out.parent / "out_summary_cache")
         thaw(server)

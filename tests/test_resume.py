@@ -91,6 +91,18 @@ def run_held_midway(server: ServerThread, src: Path, out: Path, tok: Path, parts
     return proc
 
 
+def killed_midway(server: ServerThread, argv: list[str], out: Path, parts: int = 1) -> None:
+    """A run of `argv` SIGKILLed once `parts` parts are done, its calls held (see freeze); killed whatever
+    happened, so a test leaves nothing running."""
+    proc = start(argv)
+    try:
+        wait_for_parts(out, parts, proc)
+        freeze(server)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+
+
 def cached_summaries(cache: Path) -> int:
     """Lines in the cache's segments: a summary paid twice would be written twice."""
     return sum(len(seg.read_bytes().splitlines()) for seg in cache.glob("*.jsonl"))

@@ -17,7 +17,7 @@ from conftest import DEMO_TOKENIZER, ROOT, machine_lock, read_jsonl, run_cli, wr
 from openai_server import ServerThread
 from test_hf import hf_offline  # noqa: F401 (a fixture: datasets offline)
 from test_prune_engines import engine_config
-from test_resume import cached_summaries, freeze, start, thaw, wait_for_parts
+from test_resume import cached_summaries, killed_midway, start, thaw, wait_for_parts
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import swe_rows  # noqa: E402
@@ -108,13 +108,7 @@ def test_kill_9_then_rerun_gives_the_same_bytes(reference, tmp_path):
     out = tmp_path / "run" / "out.jsonl"
     out.parent.mkdir()
     with ServerThread(latency=0.15) as server:
-        proc = start(compress_args(src, out, server.base_url))
-        try:
-            wait_for_parts(out, 1, proc)
-            freeze(server)
-        finally:  # killed whatever happened: a test leaves nothing running
-            proc.send_signal(signal.SIGKILL)
-            proc.communicate()
+        killed_midway(server, compress_args(src, out, server.base_url), out)
         assert not out.exists() and not out.with_name("examples.jsonl").exists()
         paid = cached_summaries(out.parent / "out_summary_cache")
         thaw(server)
