@@ -241,3 +241,20 @@ def test_the_config_key_writes_the_examples_the_flag_does(reference, tmp_path):
     examples = (tmp_path / "b" / "examples.jsonl").read_bytes()
     assert examples and examples == (tmp_path / "a" / "examples.jsonl").read_bytes()
 
+
+
+def test_the_api_key_reaches_no_file_the_run_writes(tmp_path):
+    src = write_jsonl(tmp_path / "in.jsonl", swe_rows.rows("hermes", 2))
+    out = tmp_path / "run" / "out.jsonl"
+    out.parent.mkdir()
+    secret = "sk-trajcomp-test-0123456789abcdef"
+    with ServerThread() as server:
+        argv = compress_args(src, out, server.base_url)
+        cfg = out.parent / "segments.yaml"  # written by compress_args: the key now named and set
+        cfg.write_text(cfg.read_text().replace("TRAJCOMP_TEST_NO_KEY", "TRAJCOMP_TEST_KEY"), encoding="utf-8")
+        result = run_cli(*argv, env={"TRAJCOMP_TEST_KEY": secret})
+    assert result.code == 0, result.stderr
+    assert read_jsonl(out.with_name("examples.jsonl"))  # summaries were bought, with the key
+    written = [p for p in out.parent.rglob("*") if p.is_file()]
+    assert secret not in result.stdout + result.stderr
+    assert [p.name for p in written if secret.encode() in p.read_bytes()] == []
