@@ -340,3 +340,19 @@ def test_nothing_else_imports_ray_and_bad_ray_flags_exit_2(tmp_path):
     both = run_cli("compress", str(src), "-c", str(CONFIG), "-o", str(tmp_path / "x.jsonl"), "--engine", "ray",
                    "--workers", "2")
     assert both.code == 2 and both.stderr.count("\n") == 1 and "--ray-concurrency" in both.stderr
+
+
+def test_a_lost_actor_is_said_with_rays_reason_in_one_line_and_no_key(monkeypatch):
+    """The run stops with why Ray says the actor is gone (a killed worker, a creation error), not only its type."""
+    from trajcomp.core.config import CompressionConfig
+    from trajcomp.engines.runners.ray import _why_lost
+
+    monkeypatch.setenv("OPENAI_API_KEY", "local-key-0123456789")
+    lost = ray.exceptions.RayActorError(error_msg=(
+        "The actor died unexpectedly before finishing this task.\n\tclass_name: _CoreActor\n\tpid: 12\n"
+        "The actor is dead because its worker process has died.\nWorker exit type: SYSTEM_ERROR "
+        "Worker exit detail: killed with local-key-0123456789 in its environment"))
+    assert _why_lost(lost, CompressionConfig()) == (
+        "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR "
+        "Worker exit detail: killed with [REDACTED] in its environment")
+    assert _why_lost(ray.exceptions.ActorDiedError(), CompressionConfig()) == "no reason given"

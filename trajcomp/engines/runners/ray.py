@@ -24,6 +24,7 @@ import ray
 
 from ...core.compressor import RowResult, TrajectoryCompressor
 from ...core.config import CompressionConfig, ConfigError, as_config
+from ...core.redact import redact
 from ...core.tokens import TokenCounter
 from ...formats import identity
 from ...formats.arrow_rows import batch_rows, to_table
@@ -174,6 +175,13 @@ class _CoreActor:
         return self.core.summarizer.run_stats()
 
 
+def _why_lost(exc: Exception, config: CompressionConfig) -> str:
+    """Ray's reason an actor is gone, in one line: what follows its generic opening and the actor's
+    identity lines (worker exit type and detail, or the creation error), the run's key hidden."""
+    lines = [line.strip() for line in str(exc).splitlines()[1:] if line.strip() and not line.startswith("\t")]
+    return redact(" ".join(" ".join(lines).split()), os.environ.get(config.api_key_env))[:300] or "no reason given"
+
+
 def _check_reachable(address: str | None) -> None:
     """A HOST:PORT nothing listens on is one line at once (Ray itself retries for minutes)."""
     host, _, port = (address or "").rpartition(":")
@@ -298,7 +306,8 @@ class RayPool(Asks):
         except ray.exceptions.RayTaskError as exc:
             raise exc.cause if isinstance(exc.cause, Exception) else exc
         except ray.exceptions.RayActorError as exc:
-            raise WorkerDied(f"a Ray actor was lost and could not be restarted ({type(exc).__name__})") from None
+            raise WorkerDied(f"a Ray actor was lost and could not be restarted ({type(exc).__name__}: "
+                             f"{_why_lost(exc, self.configs[0])})") from None
 
     async def close(self) -> None:
         try:
