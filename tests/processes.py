@@ -83,12 +83,17 @@ def marked_processes(mark: str) -> list[int]:
 
 
 def end_marked(mark: str) -> list[str]:
-    """Kill every process left with `mark`; their command lines, to name them."""
+    """Kill every process left with `mark`; their command lines, to name them (not this process's own
+    multiprocessing helpers, a worker pool's fork server and resource tracker: they end with it)."""
     left = []
     for pid in marked_processes(mark):
         with suppress(OSError):
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                left.append(f.read().replace(b"\0", b" ").decode(errors="replace").strip()[:160])
+                line = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+            with open(f"/proc/{pid}/stat") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            if not (parent == os.getpid() and "from multiprocessing." in line):
+                left.append(line[:160])
         with suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
     return left

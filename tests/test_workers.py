@@ -165,9 +165,18 @@ def _stat(pid: int) -> list[str] | None:
     return text[text.rindex(")") + 2 :].split()
 
 
+def descendants(pid: int) -> dict[int, str]:
+    """`pid`'s children, theirs, and so on."""
+    found = children(pid)
+    for child in list(found):
+        found |= descendants(child)
+    return found
+
+
 def workers_of(pid: int) -> dict[int, str]:
-    """`pid`'s worker processes (spawned ones), among its children."""
-    return {p: t for p, t in children(pid).items() if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()}
+    """`pid`'s worker processes: the children of its fork server (workers.forking), itself a child of `pid`."""
+    servers = [p for p in children(pid) if b"multiprocessing.forkserver" in Path(f"/proc/{p}/cmdline").read_bytes()]
+    return {p: t for server in servers for p, t in children(server).items()}
 
 
 def alive(processes: dict[int, str]) -> list[int]:
@@ -183,8 +192,8 @@ def wait_gone(processes: dict[int, str], timeout: float = HANG_SECONDS) -> list[
 
 
 def held_with_workers(server: ServerThread, src: Path, out: Path, tok: Path, own_group: bool = False):
-    """A real run with two workers, two parts done, then held (its calls hang); its workers, and all its
-    child processes (the workers and multiprocessing's resource tracker)."""
+    """A real run with two workers, two parts done, then held (its calls hang); its workers, and all the
+    processes it started (the fork server, the workers and multiprocessing's resource tracker)."""
 
     def prepare() -> None:
         if own_group:  # as a terminal starts a command: Ctrl-C goes to its whole process group
@@ -198,7 +207,7 @@ def held_with_workers(server: ServerThread, src: Path, out: Path, tok: Path, own
     freeze(server)
     workers = workers_of(proc.pid)
     assert len(workers) == 2
-    return proc, workers, children(proc.pid)
+    return proc, workers, descendants(proc.pid)
 
 
 def test_kill_9_of_the_main_process_leaves_no_worker_and_the_rerun_gives_the_same_bytes(tmp_path, dataset,
@@ -283,3 +292,31 @@ def test_a_worker_dying_with_no_row_fails_the_rows_the_others_hold(bpe_tokenizer
                 await pool.close()
 
         asyncio.run(run())
+
+
+def test_workers_take_the_runs_folder_and_environment_not_the_fork_servers(bpe_tokenizer, tmp_path, monkeypatch):
+    """In a long-lived process the fork server stays from one run to the next, with the folder and environment
+    it started in: the next run's workers read a tokenizer named relative to the run's folder and send the
+    key set since (as spawned workers did)."""
+    from trajcomp.core.tokens import TokenCounter
+    from trajcomp.engines.runners.workers import WorkerPool, start_forking
+
+    start_forking()  # in this folder, with no key
+    monkeypatch.chdir(bpe_tokenizer.parent)
+    monkeypatch.setenv("TRAJCOMP_TEST_KEY", "sk-test-worker-key-0123456789")
+    with ServerThread(latency=0.0) as server:
+        config = CompressionConfig(
+            tokenizer_name=f"./{bpe_tokenizer.name}", target_max_tokens=800, summary_target_tokens=120, summarizer="openai",
+            base_url=server.base_url, summarization_model="test-model", api_key_env="TRAJCOMP_TEST_KEY",
+            max_concurrent_requests=2)
+
+        async def run() -> None:
+            pool = WorkerPool(config, TokenCounter(str(bpe_tokenizer)), None, 2)
+            await pool.start()
+            try:
+                await pool.compress_row(hermes_row(1))
+            finally:
+                await pool.close()
+
+        asyncio.run(run())
+        assert server.server.stats.headers_seen[-1] == "Bearer sk-test-worker-key-0123456789"

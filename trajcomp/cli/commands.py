@@ -106,6 +106,7 @@ def _compress_command(flags) -> None:
     from ..engines.flow.paths import resolve, with_examples
     from ..engines.flow.selection import Selection
     from ..engines.runners.pipeline import RunOptions
+    from ..engines.runners.workers import start_forking, worker_count
     from ..engines.storage.remote import is_uri, stage
     from .batch import check_batchable
 
@@ -131,6 +132,8 @@ def _compress_command(flags) -> None:
                                          staged.listed))
         layout = with_examples(layout, cfg.summary_examples_file)
         options = RunOptions(selection, flags.quiet or flags.as_json, flags.checkpoint_rows, flags.restart)
+        if ray is None and not flags.dry_run and worker_count(cfg) > 1:
+            start_forking()  # the workers' server imports their row core meanwhile, on another core
         counter = TokenCounter.for_config(cfg)
     except (ConfigError, TokenizerLoadError) as exc:
         fail(str(exc))

@@ -298,9 +298,14 @@ def lengths_for(mode: str, counter: TokenCounter) -> TurnLengths | TemplateLengt
     return TemplateLengths(counter) if mode == "chat_template" else TurnLengths(counter)
 
 
-def _load(name_or_path: str | None, trust_remote_code: bool):
-    # transformers warns loudly when no deep-learning framework is installed; we only need tokenizers.
+def quiet_transformers() -> None:
+    """Before transformers is imported: it warns loudly when no deep-learning framework is installed;
+    we only need tokenizers."""
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
+def _load(name_or_path: str | None, trust_remote_code: bool):
+    quiet_transformers()
     from transformers import AutoTokenizer
 
     if not name_or_path:

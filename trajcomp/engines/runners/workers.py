@@ -11,7 +11,8 @@ reads the rows, sends each to a worker, keeps their order (ordered.ordered_map) 
 
 Why plain processes and pipes, not a ProcessPoolExecutor: a pool's process runs one call at a
 time, and a worker must have many rows in flight at once (their summaries wait on the network).
-Processes are spawned, never forked: the main process has threads (tokenizer counting, readers).
+Workers are forked from a fork server (forking()), never from the main process, which has threads
+(tokenizer counting, readers).
 The summary cache is shared: in a folder each worker appends to a segment of its own (summary_cache.py).
 
 Stopping: workers ignore SIGINT and SIGTERM (a terminal's Ctrl-C and many schedulers signal the
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import pickle
 import signal
@@ -36,13 +38,16 @@ from typing import Any, Callable
 from ...core.batching import usable_cores
 from ...core.compressor import TrajectoryCompressor
 from ...core.config import CompressionConfig, ConfigError
-from ...core.tokens import TokenCounter
+from ...core.tokens import TokenCounter, quiet_transformers
 from ...summarizers import make_summarizer
 from ..parts.work import Asks, perform
 from ..summaries.batch_answers import BatchAnswered
 from ..summaries.cache import CachedSummarizer, open_cache
 from .together import Together
 
+# What the fork server imports once for every worker (forking()): the row core, and transformers'
+# tokenizer loader (its import scans the whole library, ~2 s).
+PRELOAD = ["trajcomp.engines.runners.workers", "transformers.models.auto.tokenization_auto"]
 STOP_GRACE = 10.0  # seconds a worker has to finish closing (its HTTP session, the cache) once told to stop
 
 
@@ -77,10 +82,13 @@ def shares(total: int, n: int) -> list[int]:
 # ---- the worker process -----------------------------------------------------------------------
 
 
-def _worker(inbox: Connection, outbox: Connection, config: CompressionConfig, cache: str | None) -> None:
+def _worker(inbox: Connection, outbox: Connection, config: CompressionConfig, cache: str | None,
+            environment: dict[str, str]) -> None:
     """A worker process: its row core built once, then rows compressed until it is told to stop."""
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
+    os.environ.clear()  # the run's, not the fork server's: a key set since (multiprocessing passes the folder)
+    os.environ.update(environment)
     try:
         core = build_core(config, TokenCounter.for_config(config), cache)
     except Exception as exc:
@@ -192,10 +200,9 @@ class WorkerPool(Asks):
     async def start(self) -> None:
         """Spawn the workers and wait until each has its row core started (a dead endpoint fails here)."""
         loop = asyncio.get_running_loop()
-        context = multiprocessing.get_context("spawn")
-        with _sigint_ignored():  # inherited through exec: a Ctrl-C while a worker starts up is the main process's
-            for index, config in enumerate(self.configs):
-                self._spawn(context, loop, index, config)
+        context = forking()
+        for index, config in enumerate(self.configs):
+            self._spawn(context, loop, index, config)
         try:
             await asyncio.gather(*self._ready)
         except BaseException:
@@ -209,7 +216,7 @@ class WorkerPool(Asks):
     def _spawn(self, context, loop: asyncio.AbstractEventLoop, index: int, config: CompressionConfig) -> None:
         rows_in, rows_out = context.Pipe(duplex=False)
         results_in, results_out = context.Pipe(duplex=False)
-        proc = context.Process(target=_worker, args=(rows_in, results_out, config, self.cache),
+        proc = context.Process(target=_worker, args=(rows_in, results_out, config, self.cache, dict(os.environ)),
                                name=f"trajcomp-worker-{index}", daemon=True)
         proc.start()
         rows_in.close()  # the worker's ends: so that a worker's death closes its pipe here
@@ -333,15 +340,42 @@ def _resolve(future: asyncio.Future, value: Any, failed: bool = False) -> None:
         (future.set_exception if failed else future.set_result)(value)
 
 
+def forking() -> multiprocessing.context.BaseContext:
+    """Where workers come from: a fork server that imported the row core and transformers once.
+
+    Each spawned worker would import them itself (~2-3 s of CPU each, most of it transformers); the
+    server pays that once, and can start before the run needs it (`start_forking`). Its workers are
+    forked from a process without threads or event loop, unlike this one. The server outlives a run
+    in a long-lived process, with the environment it started in: each worker takes the run's
+    (`_worker`). Windows has no fork server: each worker imports its own.
+    """
+    start_forking()
+    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    return multiprocessing.get_context(method)
+
+
+def start_forking() -> None:
+    """Start the fork server now (it imports in the background, on another core): a run that will
+    start workers calls it before loading its own tokenizer."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return
+    multiprocessing.forkserver.set_forkserver_preload(PRELOAD)  # the process's one server: read when it starts
+    quiet_transformers()  # the server inherits this environment
+    with _signals_ignored():
+        multiprocessing.forkserver.ensure_running()
+
+
 @contextmanager
-def _sigint_ignored():
-    """SIGINT ignored while workers are spawned: they start with it ignored, before any of their code runs."""
+def _signals_ignored():
+    """SIGINT and SIGTERM ignored while the fork server starts: it and every worker forked from it ignore
+    them from their first instruction (stopping is the main process's); the window lasts the server's exec."""
     try:
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    except ValueError:  # not the main thread: the worker ignores it as its first step instead
+        previous = [(sig, signal.signal(sig, signal.SIG_IGN)) for sig in (signal.SIGINT, signal.SIGTERM)]
+    except ValueError:  # not the main thread: each worker ignores them as its first step instead
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous:
+            signal.signal(sig, handler)
