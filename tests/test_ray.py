@@ -30,7 +30,7 @@ from conftest import ROOT, SAMPLES, machine_lock, read_jsonl, run_cli, write_jso
 from processes import HANG_SECONDS
 from openai_server import ServerThread
 from test_openai_summarizer import MODEL, NO_KEY_ENV, SUMMARY_TARGET, TARGET, hermes_rows
-from test_checked_parts import delete, overwrite, truncate
+from test_checked_parts import delete, truncate
 from test_public_api import readme_examples, run_example, user_folder  # noqa: F401 (a fixture)
 from test_resume import args as resume_args, cached_summaries, freeze, hermes_row, start, thaw, wait_for_parts
 from trajcomp.cli.commands import main
@@ -227,7 +227,8 @@ def ray_killed(cluster, bpe_tokenizer, tmp_path_factory):
                               needed=needed, paid=cached_summaries(tmp / "killed" / "out_summary_cache"))
 
 
-@pytest.mark.parametrize("damage", [truncate, overwrite, delete])
+# Torn and missing: each kind of damage is checked in test_checked_parts.py; here, that Ray's resume checks.
+@pytest.mark.parametrize("damage", [truncate, delete])
 def test_driver_killed_then_a_part_damaged_resumes_to_the_same_bytes_paying_no_summary_twice(ray_killed, cluster,
                                                                                             damage):
     """A finished part damaged after the kill is computed again (its summaries come from the cache)."""
