@@ -18,9 +18,9 @@ demo: install
 	$(BIN)/trajcomp compress data_samples -c configs/demo.yaml -o data_samples_compressed
 	@echo 'Next: source .venv/bin/activate, then: trajcomp show data_samples_compressed/hermes_coding_runs.jsonl --limit 1'
 
-# Two pytest-xdist workers, a test file each at a time (its module fixtures start once): most tests
-# wait on subprocesses and servers. TEST_WORKERS=0 runs them in this process.
-TEST_WORKERS ?= 2
+# Three pytest-xdist workers on two cores, a test file each at a time (its module fixtures start once): most tests
+# wait on subprocesses, servers and the one Ray cluster at a time. TEST_WORKERS=0 runs them in this process.
+TEST_WORKERS ?= 3
 test: install chromium
 	$(BIN)/python -m pytest -q --tb=short -n $(TEST_WORKERS) --dist loadfile
 

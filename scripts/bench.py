@@ -571,7 +571,7 @@ def coordinator(s: Setup) -> list[Figure]:
             f"main process {main:.3f} ms; workers {workers:.2f} ms", "the workers' CPU per row", feeds,
             ">= 100 (workers one coordinator could feed)", feeds >= 100,
             note=f"{part_rows} rows a part; projection, not measured: on 64 cores, 63 workers would keep the "
-                 f"main process {min(1.0, 63 / feeds):.0%} busy; it could feed {feeds:.0f} workers",
+                 f"main process {min(1.0, 63 / feeds) if feeds else 1.0:.0%} busy; it could feed {feeds:.0f} workers",
         ))
     return figures
 

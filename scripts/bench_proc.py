@@ -151,8 +151,8 @@ def measure_command(
 # `python -m trajcomp.cli ARGS` run so that, at its exit, it writes its own CPU seconds while the
 # Runner's method named second ran (`run`: start-up and the tokenizer's loading left out; `_run_files`,
 # every file's parts and joins: the engine's start and close left out too, e.g. ray.init and the actors'
-# start-up, and the report), and its reaped children's (the worker processes, joined before the
-# exit), to the file named first.
+# start-up, and the report), and its reaped children's (the fork server, with the workers it forked:
+# the CLI reaps it as its run ends), to the file named first.
 _SPLIT = """
 import atexit, json, resource, sys
 from trajcomp.engines.runners import pipeline

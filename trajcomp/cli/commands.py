@@ -106,7 +106,7 @@ def _compress_command(flags) -> None:
     from ..engines.flow.paths import resolve, with_examples
     from ..engines.flow.selection import Selection
     from ..engines.runners.pipeline import RunOptions
-    from ..engines.runners.workers import start_forking, worker_count
+    from ..engines.runners.workers import start_forking, stop_forking, worker_count
     from ..engines.storage.remote import is_uri, stage
     from .batch import check_batchable
 
@@ -140,7 +140,10 @@ def _compress_command(flags) -> None:
     if flags.dry_run:
         _dry_run(layout, options, counter, cfg, flags.quiet, flags.as_json)
         return
-    _compress(layout, options, counter, cfg, flags.quiet, flags.as_json, flags.html, ray, staged)
+    try:
+        _compress(layout, options, counter, cfg, flags.quiet, flags.as_json, flags.html, ray, staged)
+    finally:
+        stop_forking()
 
 
 def _ray_options(engine: str, dry_run: bool, address: str | None, actors: int):

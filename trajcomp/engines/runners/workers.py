@@ -198,7 +198,7 @@ class WorkerPool(Asks):
         self._closing = False
 
     async def start(self) -> None:
-        """Spawn the workers and wait until each has its row core started (a dead endpoint fails here)."""
+        """Start the workers and wait until each has its row core started (a dead endpoint fails here)."""
         loop = asyncio.get_running_loop()
         context = forking()
         for index, config in enumerate(self.configs):
@@ -363,6 +363,16 @@ def start_forking() -> None:
     quiet_transformers()  # the server inherits this environment
     with _signals_ignored():
         multiprocessing.forkserver.ensure_running()
+
+
+def stop_forking() -> None:
+    """Stop this process's fork server and reap it (a CLI run's last step): its workers' CPU then counts
+    as this process's children's (`time trajcomp ...`), and nothing of the run outlives it. The
+    standard library stops it only from its own tests, hence the private call, guarded."""
+    server = getattr(multiprocessing.forkserver, "_forkserver", None)
+    stop = getattr(server, "_stop", None)
+    if stop is not None:
+        stop()
 
 
 @contextmanager
