@@ -58,6 +58,7 @@ class Faults:
     hang_first_n: int = 0
     hang_seconds: float = 3600.0
     hang_until_answered: int = 0
+    hang_matching: str | None = None  # every call whose messages hold this text hangs (hang_seconds)
     hold_until_in_flight: int = 0
     hold_seconds: float = 10.0
     malformed_first_n: int = 0
@@ -111,6 +112,7 @@ class Stats:
     context_refusals: int = 0
     headers_seen: list[str | None] = field(default_factory=list)
     bodies: list[Any] = field(default_factory=list)
+    answered: list[Any] = field(default_factory=list)  # the bodies answered 200, in the order answered: the calls paid
     models_requests: int = 0
     request_starts: list[float] = field(default_factory=list)
     request_ends: list[float] = field(default_factory=list)
@@ -362,6 +364,10 @@ class FakeOpenAIServer:
         self.stats.context_refusals += 1
         return context_refusal(f.context_wording, f.context_limit, prompt, completion)
 
+    def _matched(self, body: dict[str, Any]) -> str | None:
+        text = self.faults.hang_matching
+        return "hang" if text and any(text in str(m.get("content")) for m in body["messages"]) else None
+
     def _pick_fault(self) -> str | None:
         for kind in FAULT_ORDER:
             if self._remaining[kind] > 0:
@@ -384,7 +390,7 @@ class FakeOpenAIServer:
                 body = None
             _append(s.bodies, body, MAX_KEPT)
             error = self._auth_error(request) or _validate(body, self.models) or self._context_error(body)
-            fault = None if error else self._pick_fault()
+            fault = None if error else self._pick_fault() or self._matched(body)
             if self.faults.hold_until_in_flight:
                 await self._hold(lambda: s.max_in_flight >= self.faults.hold_until_in_flight,
                                  self.faults.hold_seconds)
@@ -397,6 +403,8 @@ class FakeOpenAIServer:
                     request.transport.close()
                 raise asyncio.CancelledError  # aborts the handler without writing a response
             s.responses_by_status[response.status] = s.responses_by_status.get(response.status, 0) + 1
+            if response.status == 200:
+                _append(s.answered, body, MAX_KEPT)
             return response
         finally:
             s.in_flight -= 1
