@@ -322,7 +322,20 @@ def summarizer_bound(s: Setup) -> list[Figure]:
     """At the given latency (CPU the likely bound), then at one long enough that C/L is the bound;
     and how much text the tokenizer encoded in the first against the rows' own."""
     figure, s.bound_runs = _summarizer_bound(s, s.args.latency)  # the memory figure's N-row runs
-    return [figure, _summarizer_bound(s, s.args.endpoint_latency)[0], tokenizer_input(s, s.bound_runs[0])]
+    return [figure, _summarizer_bound(s, s.args.endpoint_latency)[0], tokenizer_input(s, s.bound_runs[0]),
+            checks_share(s.bound_runs[0])]
+
+
+def checks_share(run: Run) -> Figure:
+    """The answer checks' CPU (the run's own account, summed over its threads) against the whole run's
+    CPU, start-up included, in a run where every row is summarized."""
+    seconds = run.report["summarization"].get("checks_seconds")
+    share = seconds / run.m.cpu if seconds is not None and run.m.cpu else None
+    return Figure(
+        "Summary checks, summarizer-bound run (every row summarized)", f"{share:.1%} of its CPU" if share else "-",
+        "the run's CPU", share, "<= 3%", share is not None and share <= 0.03,
+        note=f"{seconds} s of {run.m.cpu:.1f} s of CPU, {run.calls} answers judged",
+    )
 
 
 def tokenizer_input(s: Setup, run: Run) -> Figure:

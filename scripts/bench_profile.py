@@ -22,6 +22,8 @@ KINDS = (
     ("JSON parsing", ("parse_line", "JSONDecoder", "json/decoder.py")),
     ("JSON serialising", ("json_text", "JSONEncoder", "json/encoder.py", "orjson")),
     ("Parquet read/write", ("formats/parquet.py", "formats/arrow_rows.py")),
+    ("summary checks (refusal, language, loops)", ("summarizers/checks.py", "summarizers/refusal.py",
+                                                   "summarizers/language.py")),
     ("summarizer (prompt, HTTP client)", ("summarizers/", "aiohttp/")),
     ("summary cache", ("engines/summaries/",)),
     ("identifiers (extraction, index) and redaction", ("identifiers.py", "identifier_kinds.py", "redact.py")),

@@ -293,7 +293,7 @@ def test_a_bad_first_answer_is_asked_again(kind, srv, data, tmp_path, bpe_tokeni
         assert answer_of(turn) not in bad and not any(b in turn for b in bad if len(b) > 20)
     s = run.report["summarization"]
     assert s["answers_failed_checks"] == {CHECK_OF[kind]: s["errors"]} and s["errors"] == srv.stats.requests // 2
-    assert s["rows_fallen_back_on_checks"] == 0 and s["checks"] == list(CHECK_NAMES)
+    assert s["rows_fallen_back_on_checks"] == 0 and s["checks"] == list(CHECK_NAMES) and s["checks_seconds"] > 0
     if kind == "refusal":  # the cache gives the same rows, and their checks, back
         first = run.out.read_bytes()
         srv.reset()
@@ -352,6 +352,7 @@ def test_a_cached_summary_recorded_as_passing_this_runs_checks_is_not_judged_aga
     srv.reset()
     trusted = compress(tmp_path, srv.base_url, bpe_tokenizer)
     assert srv.stats.requests == 0 and trusted.out.read_text(encoding="utf-8").count(refusal) == N_OVER
+    assert trusted.report["summarization"]["checks_seconds"] == 0  # nothing judged: no CPU spent on it
     config = tmp_path / "thresholds.yaml"  # other checks (one threshold moved): the record does not hold
     config.write_text("summarization:\n  check_thresholds:\n    echo_max_share: 0.7\n")
     srv.reset()

@@ -114,6 +114,7 @@ class Summarization:
     checks: list[str] | None = field(default=None, metadata=_OMIT)
     answers_failed_checks: dict[str, int] | None = field(default=None, metadata=_OMIT)
     rows_fallen_back_on_checks: int | None = field(default=None, metadata=_OMIT)
+    checks_seconds: float | None = field(default=None, metadata=_OMIT)  # the CPU time they took (every process)
     extra: dict[str, Any] = field(default_factory=dict)  # figures a summarizer adds that the schema does not name
 
 

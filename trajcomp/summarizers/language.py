@@ -35,6 +35,7 @@ SCRIPTS = (
 _SPACELESS = "\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 UNIT = re.compile(rf"[{_SPACELESS}]|[^\W{_SPACELESS}]+")
 SPACELESS = re.compile(f"[{_SPACELESS}]")
+ASCII_LETTER = re.compile("[A-Za-z]")
 _SCRIPT = {name: re.compile(f"[{chars}]+") for name, chars in SCRIPTS}  # runs: far fewer matches than letters
 # One character of a script written without spaces carries about a word: it weighs like one.
 WEIGHT = {"han": 3, "kana": 2, "thai": 2}
@@ -113,6 +114,8 @@ def _head(text: str, n: int) -> str:
 
 def scripts(text: str) -> dict[str, float]:
     """Each script's share of the text's letters, a spaceless script's characters weighed as words."""
+    if text.isascii():  # most regions and answers: only Latin letters can be there, and one scan says if any are
+        return {"latin": 1.0} if ASCII_LETTER.search(text) else {}
     counts = {name: sum(map(len, p.findall(text))) * WEIGHT.get(name, 1) for name, p in _SCRIPT.items()}
     total = sum(counts.values())
     return {name: c / total for name, c in counts.items() if c} if total else {}

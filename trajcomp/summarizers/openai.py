@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
+import time
 from array import array
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -115,6 +116,8 @@ class OpenAISummarizer(Summarizer):
         self.latencies = array("d")
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
         self.retries = 0
+        self.checks_seconds = 0.0  # CPU time the answer checks took, in any thread
+        self._checks_lock = threading.Lock()
         self._preflight: asyncio.Future | None = None  # the endpoint's check, made by the first request
         self._check_due = False
 
@@ -247,7 +250,9 @@ class OpenAISummarizer(Summarizer):
         self.latencies.append(response.seconds)
         if isinstance(response, Failure):
             return response
-        text, problem = self.accept(response.data, body)
+        text, problem = self._read(response.data)
+        if text is not None:  # judged off the loop: the checks read the region's prose and count tokens
+            text, problem = await asyncio.to_thread(self._judged, text, body)
         return text if text is not None else Failure(problem, retryable=True, seconds=response.seconds)
 
     def request_body(self, request: SummaryRequest) -> dict[str, Any]:
@@ -258,6 +263,11 @@ class OpenAISummarizer(Summarizer):
 
         The one place an answer (online or from a batch) becomes text. It must pass the checks, which
         read the request: a batch answer read without it is checked by `unusable` when a row looks it up."""
+        text, problem = self._read(data)
+        return (text, problem) if text is None else self._judged(text, body)
+
+    def _read(self, data: Any) -> tuple[str | None, str]:
+        """The cleaned text of a 200 response, not judged yet, or None and why there is none."""
         usage = (data.get("usage") if isinstance(data, dict) else None) or {}
         for key in self.usage:  # billed even when the answer is unusable
             self.usage[key] += int(usage.get(key) or 0)
@@ -271,17 +281,28 @@ class OpenAISummarizer(Summarizer):
         text = clean_summary(content if isinstance(content, str) else "", self.prefix)
         if not text:
             return None, "summary was empty"
-        failed = failed_check(text, body, self.checks, self.counter) if body is not None else None
+        return text, ""
+
+    def _judged(self, text: str, body: dict[str, Any] | None) -> tuple[str | None, str]:
+        failed = self._failed_check(text, body) if body is not None else None
         if failed is not None:
             return None, CHECK_FAILED + failed
         return redact(text, self.endpoint.api_key), ""
+
+    def _failed_check(self, text: str, body: dict[str, Any]) -> str | None:
+        started = time.thread_time()
+        try:
+            return failed_check(text, body, self.checks, self.counter)
+        finally:
+            with self._checks_lock:  # answers are judged in several threads at once
+                self.checks_seconds += time.thread_time() - started
 
     def unusable(self, request: SummaryRequest, summary: Summary) -> str | None:
         # A cache written with checks off (or by an older trajcomp), or a batch's answer read without
         # its request, may hold an answer the checks turn away.
         if not self.checks.names:
             return None
-        failed = failed_check(summary.text, self.payload(request), self.checks, self.counter)
+        failed = self._failed_check(summary.text, self.payload(request))
         return None if failed is None else CHECK_FAILED + failed
 
     def checks_id(self) -> str | None:
@@ -298,6 +319,7 @@ class OpenAISummarizer(Summarizer):
             "latency_ms": {"p50": nearest_rank(ms, 50), "p95": nearest_rank(ms, 95), "max": ms[-1] if ms else 0},
             "usage": dict(self.usage),
             "checks": list(self.checks.names),
+            "checks_seconds": round(self.checks_seconds, 3),
         }
 
     def secrets(self) -> tuple[str, ...]:
