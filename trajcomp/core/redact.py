@@ -37,6 +37,12 @@ def redact(text: str, *known: str | None) -> str:
     return _ASSIGNMENT.sub(_hide_value, text)
 
 
+def one_line(text: str, *known: str | None, limit: int | None = None) -> str:
+    """`text` as a message shows it: one line, secrets hidden, then cut to `limit` characters (cut
+    after hiding, so no part of a secret is left that no pattern recognises)."""
+    return redact(" ".join(text.split()), *known)[:limit]
+
+
 def kept_whole(texts: list[str], *known: str | None) -> list[str]:
     """The texts that redaction leaves as they are. One pass over them all when their join comes
     out unchanged: a match in one text is a match in the join too (a newline bounds a pattern as a

@@ -14,7 +14,7 @@ from typing import Any, Awaitable, Callable, Mapping
 
 import aiohttp
 
-from ..core.redact import redact
+from ..core.redact import one_line
 from ..core.summarizer import SummarizerUnavailable
 from ..version import __version__
 
@@ -165,7 +165,7 @@ class Endpoint:
             self._session = None
 
     def scrub(self, text: str) -> str:
-        return redact(" ".join(text.split()), self.api_key)
+        return one_line(text, self.api_key)
 
     def slot(self) -> asyncio.Semaphore:
         """Held by one summary from its first call to its last: at most `concurrency` at once."""

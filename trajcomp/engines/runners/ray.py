@@ -24,7 +24,7 @@ import ray
 
 from ...core.compressor import RowResult, TrajectoryCompressor
 from ...core.config import CompressionConfig, ConfigError, as_config
-from ...core.redact import redact
+from ...core.redact import one_line
 from ...core.tokens import TokenCounter
 from ...formats import identity
 from ...formats.arrow_rows import batch_rows, to_table
@@ -179,7 +179,7 @@ def _why_lost(exc: Exception, config: CompressionConfig) -> str:
     """Ray's reason an actor is gone, in one line: what follows its generic opening and the actor's
     identity lines (worker exit type and detail, or the creation error), the run's key hidden."""
     lines = [line.strip() for line in str(exc).splitlines()[1:] if line.strip() and not line.startswith("\t")]
-    return redact(" ".join(" ".join(lines).split()), os.environ.get(config.api_key_env))[:300] or "no reason given"
+    return one_line(" ".join(lines), os.environ.get(config.api_key_env), limit=300) or "no reason given"
 
 
 def _check_reachable(address: str | None) -> None:

@@ -349,20 +349,19 @@ def forking() -> multiprocessing.context.BaseContext:
     in a long-lived process, with the environment it started in: each worker takes the run's
     (`_worker`). Windows has no fork server: each worker imports its own.
     """
-    start_forking()
-    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-    return multiprocessing.get_context(method)
+    return multiprocessing.get_context("forkserver" if start_forking() else "spawn")
 
 
-def start_forking() -> None:
+def start_forking() -> bool:
     """Start the fork server now (it imports in the background, on another core): a run that will
-    start workers calls it before loading its own tokenizer."""
+    start workers calls it before loading its own tokenizer. False where there is none."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
-        return
+        return False
     multiprocessing.forkserver.set_forkserver_preload(PRELOAD)  # the process's one server: read when it starts
     quiet_transformers()  # the server inherits this environment
     with _signals_ignored():
         multiprocessing.forkserver.ensure_running()
+    return True
 
 
 def stop_forking() -> None:

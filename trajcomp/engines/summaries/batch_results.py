@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ...core.redact import redact
+from ...core.redact import one_line
 
 KEY = re.compile(r"[0-9a-f]{64}")  # a request key (summarizers.base.request_key): nothing else is trajcomp's
 
@@ -98,7 +98,7 @@ class ResultsReader:
 
     def _clean(self, why: str) -> str:
         """A reason as reports show it: one line, no secret, at most 200 characters."""
-        return redact(" ".join(str(why).split()), *self.secrets)[:200]
+        return one_line(str(why), *self.secrets, limit=200)
 
 
 def parsed(raw: str) -> Any:
