@@ -261,8 +261,9 @@ class OpenAISummarizer(Summarizer):
     def accept(self, data: Any, body: dict[str, Any] | None = None) -> tuple[str | None, str]:
         """The usable summary text of a 200 response to `body`, or None and why it is not usable.
 
-        The one place an answer (online or from a batch) becomes text. It must pass the checks, which
-        read the request: a batch answer read without it is checked by `unusable` when a row looks it up."""
+        An answer (a batch's here, an online one in `_attempt`) becomes text only through `_read` and
+        `_judged`. It must pass the checks, which read the request: a batch answer read without it is
+        checked by `unusable` when a row looks it up."""
         text, problem = self._read(data)
         return (text, problem) if text is None else self._judged(text, body)
 
