@@ -71,7 +71,7 @@ def test_merged_stats_sum_the_workers_counts_and_keep_the_slowest_call():
 
 def without_run_fields(report: dict, *summarizer_fields: str) -> dict:
     """The report without what legitimately differs between runs of the same rows: where and when it ran,
-    how many processes did it, where the endpoint listened, and the summarizer's timings."""
+    how many processes did it, where the endpoint listened, and the summarizer's timings (its calls, its checks)."""
     kept = {k: v for k, v in report.items() if k != "processing"}
     kept["config"] = json.loads(json.dumps(report["config"]))
     kept["config"]["processing"].pop("num_workers")
@@ -129,7 +129,7 @@ def test_two_workers_give_one_workers_bytes_with_the_openai_summarizer(tmp_path,
     assert same_rows(out, one_worker)
     one, two = (json.loads((o.parent / "out_metrics.json").read_text()) for o in (one_worker, out))
     assert (one["processing"]["workers"], two["processing"]["workers"]) == (1, 2)
-    timing = ("latency_ms", "max_calls_in_flight", "cache_file", "base_url")
+    timing = ("latency_ms", "checks_seconds", "max_calls_in_flight", "cache_file", "base_url")
     assert without_run_fields(two, *timing) == without_run_fields(one, *timing)
     assert two["summarization"]["http_requests"] == one["summarization"]["http_requests"] > 0
 
