@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trajcomp.core.redact import REDACTED, kept_whole, redact
+import trajcomp.core.redact as redact_module
 
 PEM = (
     "-----BEGIN RSA PRIVATE KEY-----\n"
@@ -170,3 +171,22 @@ _PIECES = _SECRET_TEXTS + [
 def test_kept_whole_is_the_texts_that_redaction_leaves_alone(texts: list[str], known: tuple) -> None:
     """The one-pass shortcut over the joined texts never keeps a text that redaction would change."""
     assert kept_whole(texts, *known) == [t for t in texts if redact(t, *known) == t]
+
+
+def every_pattern(text: str) -> str:
+    """Redaction without the words that spare a text a pattern's scan: each pattern run over it."""
+    for pattern, _ in redact_module._PATTERNS:
+        text = pattern.sub(REDACTED, text)
+    return redact_module._ASSIGNMENT.sub(redact_module._hide_value, text)
+
+
+# The words' cases and the two characters re.IGNORECASE matches to an ASCII letter they do not
+# lowercase to (ı for i, ſ for s), beside every piece above.
+_CASED = _PIECES + ["BEARER abcdef123456", "PaSsWoRd=hunter2xyz", "paſſword=hunter2xyz", "apı_key=zyxw98765432",
+                    "ſecret: 'a b c d'", "Token = abcd1234", "ghp_", "AKIA", "xoxb-", "hf_", "github_pat_", "İ", "K"]
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(_CASED) | st.text(max_size=6), max_size=10).map("".join))
+def test_the_words_that_spare_a_scan_never_change_what_is_hidden(text: str) -> None:
+    assert redact(text) == every_pattern(text)

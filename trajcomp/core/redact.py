@@ -6,16 +6,19 @@ import re
 
 REDACTED = "[REDACTED]"
 
+# Each pattern with the words one of which any match holds (lowercased when the pattern ignores case):
+# a text without them is not scanned by it. A scan of a long text costs ~1 ms a pattern (none of them
+# opens with a literal re can search for), and most texts hold none of these words.
 _PATTERNS = [
-    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S),
-    re.compile(r"\bsk-(?:proj-|ant-|or-v1-)?[A-Za-z0-9_-]{16,}"),
-    re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}"),
-    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
-    re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-    re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}"),
-    re.compile(r"\bhf_[A-Za-z0-9]{30,}"),
+    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S), ("-----BEGIN",)),
+    (re.compile(r"\bsk-(?:proj-|ant-|or-v1-)?[A-Za-z0-9_-]{16,}"), ("sk-",)),
+    (re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}"), ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), ("github_pat_",)),
+    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), ("AKIA", "ASIA")),
+    (re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}"), ("xox",)),
+    (re.compile(r"\bhf_[A-Za-z0-9]{30,}"), ("hf_",)),
     # A bearer token, not the word after "Bearer" in prose: it must hold a digit or a symbol.
-    re.compile(r"(?i)\bBearer\s+(?=[A-Za-z]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{8,}"),
+    (re.compile(r"(?i)\bBearer\s+(?=[A-Za-z]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{8,}"), ("bearer",)),
 ]
 # key=value and "key": "value" forms keep the key and hide the value. The key may carry a prefix
 # (DB_PASSWORD, GITHUB_TOKEN); a quoted value is hidden whole; a value that is a literal, a type
@@ -27,14 +30,30 @@ _ASSIGNMENT = re.compile(
 )
 
 
+_ASSIGNMENT_WORDS = ("passw", "pwd", "secret", "api", "token")  # each of its keys holds one
+
+
 def redact(text: str, *known: str | None) -> str:
     """`text` with known secret values and secret-looking strings replaced by [REDACTED]."""
     for secret in known:
         if secret:
             text = text.replace(secret, REDACTED)
-    for pattern in _PATTERNS:
-        text = pattern.sub(REDACTED, text)
-    return _ASSIGNMENT.sub(_hide_value, text)
+    lower = _folded(text)
+    for pattern, words in _PATTERNS:
+        if any(word in (lower if pattern.flags & re.I else text) for word in words):
+            text = pattern.sub(REDACTED, text)
+            lower = _folded(text)
+    if any(word in lower for word in _ASSIGNMENT_WORDS):
+        text = _ASSIGNMENT.sub(_hide_value, text)
+    return text
+
+
+def _folded(text: str) -> str:
+    """`text` lowercased, where a case-blind pattern's words are looked for. Two characters match an
+    ASCII letter under re.IGNORECASE and lowercase to another (found over every code point): ı as i,
+    ſ as s."""
+    lower = text.lower()
+    return lower if lower.isascii() else lower.replace("\u0131", "i").replace("\u017f", "s")
 
 
 def one_line(text: str, *known: str | None, limit: int | None = None) -> str:
