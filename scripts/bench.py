@@ -332,7 +332,7 @@ def checks_share(run: Run) -> Figure:
     seconds = run.report["summarization"].get("checks_seconds")
     share = seconds / run.m.cpu if seconds is not None and run.m.cpu else None
     return Figure(
-        "Summary checks, summarizer-bound run (every row summarized)", f"{share:.1%} of its CPU" if share else "-",
+        "Summary checks, summarizer-bound run (every row summarized)", f"{share:.1%} of its CPU" if share is not None else "-",
         "the run's CPU", share, "<= 3%", share is not None and share <= 0.03,
         note=f"{seconds} s of {run.m.cpu:.1f} s of CPU, {run.calls} answers judged",
     )

@@ -112,7 +112,8 @@ class Stats:
     context_refusals: int = 0
     headers_seen: list[str | None] = field(default_factory=list)
     bodies: list[Any] = field(default_factory=list)
-    answered: list[Any] = field(default_factory=list)  # the bodies answered 200, in the order answered: the calls paid
+    # The bodies answered 200, in the order answered (the calls paid), the last MAX_KEPT of them.
+    answered_bodies: list[Any] = field(default_factory=list)
     models_requests: int = 0
     request_starts: list[float] = field(default_factory=list)
     request_ends: list[float] = field(default_factory=list)
@@ -404,7 +405,7 @@ class FakeOpenAIServer:
                 raise asyncio.CancelledError  # aborts the handler without writing a response
             s.responses_by_status[response.status] = s.responses_by_status.get(response.status, 0) + 1
             if response.status == 200:
-                _append(s.answered, body, MAX_KEPT)
+                _append(s.answered_bodies, body, MAX_KEPT)
             return response
         finally:
             s.in_flight -= 1

@@ -247,7 +247,7 @@ def test_a_driver_killed_and_resumed_pays_no_summary_twice_with_the_default_cach
     assert 0 < answering < needed and report["summarization"]["http_requests"] == needed - answering
     # Paid: the calls answered, by either run. A call the killed driver's actors sent as it died may hang
     # unanswered; it is not one.
-    paid = [json.dumps(body["messages"]) for body in after.answered]
+    paid = [json.dumps(body["messages"]) for body in after.answered_bodies]
     assert len(paid) == needed == len(set(paid))  # none paid twice
 
 

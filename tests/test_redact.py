@@ -180,10 +180,11 @@ def every_pattern(text: str) -> str:
     return redact_module._ASSIGNMENT.sub(redact_module._hide_value, text)
 
 
-# The words' cases and the two characters re.IGNORECASE matches to an ASCII letter they do not
-# lowercase to (ı for i, ſ for s), beside every piece above.
+# The words' cases and the four characters re.IGNORECASE matches to an ASCII letter (ı, ſ, İ and the
+# Kelvin sign), inside words too, beside every piece above.
 _CASED = _PIECES + ["BEARER abcdef123456", "PaSsWoRd=hunter2xyz", "paſſword=hunter2xyz", "apı_key=zyxw98765432",
-                    "ſecret: 'a b c d'", "Token = abcd1234", "ghp_", "AKIA", "xoxb-", "hf_", "github_pat_", "İ", "K"]
+                    "ſecret: 'a b c d'", "Token = abcd1234", "ghp_", "AKIA", "xoxb-", "hf_", "github_pat_", "İ", "\u212a",
+                    "apİ_key=zyxw98765432", "to\u212aen = abcd1234", "BEARİ"]
 
 
 @settings(max_examples=600, deadline=None)

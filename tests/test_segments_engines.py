@@ -103,11 +103,12 @@ def test_batch_advances_every_row_one_compaction_a_round(reference, tmp_path):
     assert report["summarization"]["batch"]["rounds"] == most - 1
 
 
-def last_rows_own_text(ref: Path) -> str:
-    """A line only the last input row's summary requests hold: while its calls hang, its part, the last,
-    cannot be done, so a kill after the first part always comes midway."""
+def last_rows_own_text(ref: Path, rows: list[dict]) -> str:
+    """A line only the summary requests of the last input row that has any hold: while its calls hang,
+    its part, the last, cannot be done, so a kill after the first part always comes midway."""
     examples = read_jsonl(ref.with_name("examples.jsonl"))
     last = examples[-1]["id"]
+    assert last in [row["id"] for row in rows[5:]]  # lines 7 to 9 (a line is not JSON): the last part of 3
     others = "\n".join(ex["conversations"][1]["value"] for ex in examples if ex["id"] != last)
     own = [line for ex in examples if ex["id"] == last
            for line in ex["conversations"][1]["value"].splitlines() if len(line) > 20 and line not in others]
@@ -116,10 +117,10 @@ def last_rows_own_text(ref: Path) -> str:
 
 
 def test_kill_9_then_rerun_gives_the_same_bytes(reference, tmp_path):
-    src, ref, requests, _ = reference
+    src, ref, requests, rows = reference
     out = tmp_path / "run" / "out.jsonl"
     out.parent.mkdir()
-    with ServerThread(latency=0.15, hang_matching=last_rows_own_text(ref)) as server:
+    with ServerThread(latency=0.15, hang_matching=last_rows_own_text(ref, rows)) as server:
         killed_midway(server, compress_args(src, out, server.base_url), out)
         assert not out.exists() and not out.with_name("examples.jsonl").exists()
         paid = cached_summaries(out.parent / "out_summary_cache")

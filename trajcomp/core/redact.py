@@ -7,7 +7,7 @@ import re
 REDACTED = "[REDACTED]"
 
 # Each pattern with the words one of which any match holds (lowercased when the pattern ignores case):
-# a text without them is not scanned by it. A scan of a long text costs ~1 ms a pattern (none of them
+# a text without them is not scanned by it. A pattern and its words change together. A scan of a long text costs ~1 ms a pattern (none of them
 # opens with a literal re can search for), and most texts hold none of these words.
 _PATTERNS = [
     (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S), ("-----BEGIN",)),
@@ -30,7 +30,7 @@ _ASSIGNMENT = re.compile(
 )
 
 
-_ASSIGNMENT_WORDS = ("passw", "pwd", "secret", "api", "token")  # each of its keys holds one
+_ASSIGNMENT_WORDS = ("passw", "pwd", "secret", "api", "token")  # each of its keys holds one: change them together
 
 
 def redact(text: str, *known: str | None) -> str:
@@ -49,9 +49,11 @@ def redact(text: str, *known: str | None) -> str:
 
 
 def _folded(text: str) -> str:
-    """`text` lowercased, where a case-blind pattern's words are looked for. Two characters match an
-    ASCII letter under re.IGNORECASE and lowercase to another (found over every code point): ı as i,
-    ſ as s."""
+    """`text` lowercased, where a case-blind pattern's words are looked for. Four characters match an
+    ASCII letter under re.IGNORECASE (found over every code point): K (Kelvin) and İ lowercase to k
+    and to i and a combining dot, so a word holds them only where nothing follows its i (true of
+    every word here: mind it when adding one); ı and ſ lowercase to themselves, so they are folded
+    to i and s."""
     lower = text.lower()
     return lower if lower.isascii() else lower.replace("\u0131", "i").replace("\u017f", "s")
 

@@ -55,6 +55,7 @@ class TokenCounter:
         self._backend.no_truncation()
         self.info = TokenizerInfo(name_or_path, type(tokenizer).__name__, len(tokenizer))
         self._coalesced = CoalescingCounter(self.count)  # one call a batch; a lone row over MAX_CHARS split
+        self._coalesced_unkept = CoalescingCounter(self._count_new)  # the same, past the count cache
         # Characters encoded so far, counted or with offsets: how much tokenizer work a run did, against
         # its rows' own text (the report's processing.tokenizer_chars; make bench prints the ratio).
         self.chars = 0
@@ -120,6 +121,11 @@ class TokenCounter:
     async def acount(self, texts: Sequence[str]) -> list[int]:
         """`count` off the event loop, in one call together with the other rows' requests meanwhile."""
         return await self._coalesced.count(texts)
+
+    async def acount_once(self, texts: Sequence[str]) -> list[int]:
+        """`acount` of texts that will not come again (a row's whole rendering): not kept in the count
+        cache, where they would push out the texts that do (a shared prompt, a file read again)."""
+        return await self._coalesced_unkept.count(texts)
 
 
 def _calls_on_one_thread() -> None:
@@ -222,9 +228,9 @@ class TemplateLengths:
         if not messages:
             return Measured(0, [])
         text = await asyncio.to_thread(self.counter.render, messages)
-        if costs_above is not None and len(text) > costs_above * CHARS_A_TOKEN_AT_MOST:  # surely over: no count first
+        if costs_above is not None and len(text) > costs_above * CHARS_A_TOKEN_AT_MOST:  # over, all but surely
             return await asyncio.to_thread(self._measured, text, messages, costs_above)
-        (total,) = await self.counter.acount([text])
+        (total,) = await self.counter.acount_once([text])
         if costs_above is None or total <= costs_above:
             return Measured(total)
         return await asyncio.to_thread(self._measured, text, messages, costs_above)

@@ -8,6 +8,7 @@ import threading
 import time
 from array import array
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -118,6 +119,9 @@ class OpenAISummarizer(Summarizer):
         self.retries = 0
         self.checks_seconds = 0.0  # CPU time the answer checks took, in any thread
         self._checks_lock = threading.Lock()
+        # Online answers are judged here, off the event loop, on a thread of their own: inside a summary's
+        # deadline, so not behind the default executor's other work (payloads, renderings, uploads).
+        self._judge = ThreadPoolExecutor(1, thread_name_prefix="trajcomp-checks")
         self._preflight: asyncio.Future | None = None  # the endpoint's check, made by the first request
         self._check_due = False
 
@@ -252,7 +256,7 @@ class OpenAISummarizer(Summarizer):
             return response
         text, problem = self._read(response.data)
         if text is not None:  # judged off the loop: the checks read the region's prose and count tokens
-            text, problem = await asyncio.to_thread(self._judged, text, body)
+            text, problem = await asyncio.get_running_loop().run_in_executor(self._judge, self._judged, text, body)
         return text if text is not None else Failure(problem, retryable=True, seconds=response.seconds)
 
     def request_body(self, request: SummaryRequest) -> dict[str, Any]:
@@ -285,12 +289,13 @@ class OpenAISummarizer(Summarizer):
         return text, ""
 
     def _judged(self, text: str, body: dict[str, Any] | None) -> tuple[str | None, str]:
-        failed = self._failed_check(text, body) if body is not None else None
+        """`text` checked against its request `body` (when known) and redacted, or None and the check it failed."""
+        failed = self._timed_check(text, body) if body is not None else None
         if failed is not None:
             return None, CHECK_FAILED + failed
         return redact(text, self.endpoint.api_key), ""
 
-    def _failed_check(self, text: str, body: dict[str, Any]) -> str | None:
+    def _timed_check(self, text: str, body: dict[str, Any]) -> str | None:
         started = time.thread_time()
         try:
             return failed_check(text, body, self.checks, self.counter)
@@ -303,7 +308,7 @@ class OpenAISummarizer(Summarizer):
         # its request, may hold an answer the checks turn away.
         if not self.checks.names:
             return None
-        failed = self._failed_check(summary.text, self.payload(request))
+        failed = self._timed_check(summary.text, self.payload(request))
         return None if failed is None else CHECK_FAILED + failed
 
     def checks_id(self) -> str | None:
@@ -320,7 +325,7 @@ class OpenAISummarizer(Summarizer):
             "latency_ms": {"p50": nearest_rank(ms, 50), "p95": nearest_rank(ms, 95), "max": ms[-1] if ms else 0},
             "usage": dict(self.usage),
             "checks": list(self.checks.names),
-            "checks_seconds": round(self.checks_seconds, 3),
+            "checks_seconds": round(self.checks_seconds, 6),
         }
 
     def secrets(self) -> tuple[str, ...]:
