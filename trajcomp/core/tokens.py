@@ -228,11 +228,11 @@ class TemplateLengths:
         if not messages:
             return Measured(0, [])
         text = await asyncio.to_thread(self.counter.render, messages)
-        if costs_above is not None and len(text) > costs_above * CHARS_A_TOKEN_AT_MOST:  # over, all but surely
-            return await asyncio.to_thread(self._measured, text, messages, costs_above)
-        (total,) = await self.counter.acount_once([text])
-        if costs_above is None or total <= costs_above:
-            return Measured(total)
+        surely_over = costs_above is not None and len(text) > costs_above * CHARS_A_TOKEN_AT_MOST
+        if not surely_over:
+            (total,) = await self.counter.acount_once([text])
+            if costs_above is None or total <= costs_above:
+                return Measured(total)
         return await asyncio.to_thread(self._measured, text, messages, costs_above)
 
     def turn_markup(self, chat_role: str) -> int:
