@@ -134,9 +134,9 @@ def test_kill_9_then_rerun_gives_the_same_bytes(reference, tmp_path):
 
 
 def test_a_resume_asking_for_examples_the_parts_lack_is_refused(reference, tmp_path):
-    src, _, _, _ = reference
+    src, ref, _, rows = reference
     out = tmp_path / "out.jsonl"
-    with ServerThread(latency=0.15) as server:
+    with ServerThread(latency=0.15, hang_matching=last_rows_own_text(ref, rows)) as server:
         argv = compress_args(src, out, server.base_url)
         plain = argv[:argv.index("--summary-examples")] + argv[argv.index("--summary-examples") + 2:]
         proc = start(plain)
