@@ -9,12 +9,15 @@ import io
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import zstandard
+
+import processes
 
 from trajcomp.formats import FORMATS, format_for, split_suffix
 from trajcomp.formats.compressed import JSONL_GZ, JSONL_ZST
@@ -186,6 +189,30 @@ def test_a_streamed_part_is_the_same_file_as_a_written_one(fmt, tmp_path):
     aborted.write(rows[0])
     aborted.abort()
     assert sorted(p.name for p in tmp_path.iterdir() if "aborted" in p.name) == []
+
+
+def test_opening_a_parquet_part_begins_pyarrows_one_time_import_on_a_thread(tmp_path):
+    """In a fresh interpreter: the first part's opening starts pandas' import (which pyarrow's first
+    conversion of Python values waits for) on one thread, before any row is converted; the part is
+    written as before."""
+    script = f"""
+import sys, threading
+from trajcomp.formats.parquet import PARQUET
+assert "pandas" not in sys.modules
+part = PARQUET.open_part(__import__("pathlib").Path({str(tmp_path / "p.parquet")!r}))
+PARQUET.open_part(__import__("pathlib").Path({str(tmp_path / "q.parquet")!r}))
+warm = [t for t in threading.enumerate() if t.name == "trajcomp-arrow-warm"]
+assert len(warm) <= 1, warm
+for t in warm:
+    t.join()
+assert "pandas" in sys.modules
+part.write({{"conversations": [{{"from": "human", "value": "hi"}}]}})
+part.close()
+print("ok")
+"""
+    out = processes.run([sys.executable, "-c", script], text=True)
+    assert out.stdout.strip() == "ok", out.stderr
+    assert [r.row["conversations"] for r in PARQUET.read(tmp_path / "p.parquet")] == [[{"from": "human", "value": "hi"}]]
 
 
 @pytest.mark.parametrize("fmt", ALL_FORMATS, ids=ids)
