@@ -33,7 +33,7 @@ KINDS = (
     ("writing parts, checkpoints", ("formats/base.py", "engines/parts/", "fsync")),
     ("pipeline and event loop", ("engines/runners/", "engines/flow/", "asyncio/", "selectors.py",
                                  "concurrent/futures")),
-    ("start-up (imports, tokenizer load)", ("importlib", "from_pretrained", "tokens.py:_load", "_load (trajcomp")),
+    ("start-up (imports, tokenizer load)", ("importlib", "from_pretrained", "tokenizer_loading.py")),
 )
 
 

@@ -299,7 +299,8 @@ def test_workers_take_the_runs_folder_and_environment_not_the_fork_servers(bpe_t
     it started in: the next run's workers read a tokenizer named relative to the run's folder and send the
     key set since (as spawned workers did)."""
     from trajcomp.core.tokens import TokenCounter
-    from trajcomp.engines.runners.workers import WorkerPool, start_forking
+    from trajcomp.engines.runners.fork_server import start_forking
+    from trajcomp.engines.runners.workers import WorkerPool
 
     start_forking()  # in this folder, with no key
     monkeypatch.chdir(bpe_tokenizer.parent)

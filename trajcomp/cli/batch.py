@@ -11,7 +11,8 @@ import typer
 
 from ..core.config import ConfigError
 from ..core.summarizer import summarizer_class
-from ..core.tokens import TokenCounter, TokenizerLoadError
+from ..core.tokenizer_loading import TokenizerLoadError
+from ..core.tokens import TokenCounter
 from ..reports.numbers import counted
 from . import options as opt
 from .errors import EXIT_FAILED, fail

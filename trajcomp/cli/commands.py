@@ -16,7 +16,8 @@ import typer
 from typer.exceptions import TyperException
 
 from ..core.config import ConfigError
-from ..core.tokens import TokenCounter, TokenizerLoadError
+from ..core.tokenizer_loading import TokenizerLoadError
+from ..core.tokens import TokenCounter
 from ..version import __version__
 from . import options as opt
 from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_ROWS_FAILED, EXIT_TERMINATED, EXIT_USAGE, fail
@@ -106,7 +107,8 @@ def _compress_command(flags) -> None:
     from ..engines.flow.paths import resolve, with_examples
     from ..engines.flow.selection import Selection
     from ..engines.runners.pipeline import RunOptions
-    from ..engines.runners.workers import start_forking, stop_forking, worker_count
+    from ..engines.runners.fork_server import preload_for, start_forking, stop_forking
+    from ..engines.runners.workers import worker_count
     from ..engines.storage.remote import is_uri, stage
     from .batch import check_batchable
 
@@ -133,7 +135,7 @@ def _compress_command(flags) -> None:
         layout = with_examples(layout, cfg.summary_examples_file)
         options = RunOptions(selection, flags.quiet or flags.as_json, flags.checkpoint_rows, flags.restart)
         if ray is None and not flags.dry_run and worker_count(cfg) > 1:
-            start_forking()  # the workers' server imports their row core meanwhile, on another core
+            start_forking(preload_for(cfg))  # the workers' server imports their row core meanwhile, on another core
         counter = TokenCounter.for_config(cfg)
     except (ConfigError, TokenizerLoadError) as exc:
         fail(str(exc))

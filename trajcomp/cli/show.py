@@ -10,7 +10,8 @@ from typing import Optional
 
 import typer
 
-from ..core.tokens import TokenCounter, TokenizerLoadError
+from ..core.tokenizer_loading import TokenizerLoadError
+from ..core.tokens import TokenCounter
 from ..formats.base import InputError
 from .errors import EXIT_FAILED, fail
 

@@ -158,6 +158,12 @@ def summarizer_class(name: str) -> type[Summarizer]:
     return entry.load()
 
 
+def summarizer_module(name: str) -> str | None:
+    """The module the summarizer `name` is registered from, without importing it (None: not registered)."""
+    entry = _registered().get(name)
+    return None if entry is None else entry.module
+
+
 def make_summarizer(name: str, config, counter) -> Summarizer:
     """Build the summarizer called `name`; a plugin class takes (config, counter) like the built-ins."""
     return summarizer_class(name)(config, counter)

@@ -13,22 +13,16 @@ import asyncio
 import bisect
 import dataclasses
 import os
-import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Sequence
-from urllib.parse import urlsplit
 
 from .batching import BATCHES_AT_ONCE, MAX_CHARS, CoalescingCounter, split_by_chars
 from .count_cache import CountCache
 from .openai_rows import content_text
 from .split_tokens import Pieces, SplitTokens
-
-
-class TokenizerLoadError(RuntimeError):
-    """The tokenizer could not be loaded; the message says how to fix it."""
+from .tokenizer_loading import TokenizerLoadError, load, read_template
 
 
 @dataclass(frozen=True)
@@ -38,22 +32,38 @@ class TokenizerInfo:
     vocab_size: int
 
 
+@dataclass(frozen=True)
+class PortableCounter:
+    """A TokenCounter's tokenizer as another process rebuilds it (`TokenCounter.from_portable`): the Rust
+    tokenizer's own serialization, so its vocabulary, normalizer, pre-tokenizer and added tokens are
+    those this process loaded, transformers' changes to tokenizer.json included."""
+
+    name: str | None
+    backend: str  # tokenizers.Tokenizer.to_str()
+    specials_as_text: bool  # split_special_tokens: set on the object, not in its serialization
+    info: TokenizerInfo
+
+
 class TokenCounter:
     """Counts tokens of texts without special tokens, in batched calls to the Rust backend."""
 
     def __init__(self, name_or_path: str | None, trust_remote_code: bool = False, chat_template: str | None = None):
         _calls_on_one_thread()
-        self.name = name_or_path
-        tokenizer = _load(name_or_path, trust_remote_code)
+        tokenizer = load(name_or_path, trust_remote_code)
         if chat_template is not None:
-            tokenizer.chat_template = _read_template(chat_template)
-        self._tokenizer = tokenizer
+            tokenizer.chat_template = read_template(chat_template)
+        info = TokenizerInfo(name_or_path, type(tokenizer).__name__, len(tokenizer))
+        self._start(name_or_path, tokenizer, tokenizer.backend_tokenizer, info)
+
+    def _start(self, name: str | None, tokenizer: Any, backend: Any, info: TokenizerInfo) -> None:
+        self.name = name
+        self._tokenizer = tokenizer  # None in a counter built from_portable: it counts, it cannot render
         # The Rust tokenizer behind the fast tokenizer: encode_batch runs in parallel without the GIL.
-        self._backend = tokenizer.backend_tokenizer
+        self._backend = backend
         # A tokenizer.json may carry padding or truncation: counts must be of the text alone, whatever the batch.
         self._backend.no_padding()
         self._backend.no_truncation()
-        self.info = TokenizerInfo(name_or_path, type(tokenizer).__name__, len(tokenizer))
+        self.info = info
         self._coalesced = CoalescingCounter(self.count)  # one call a batch; a lone row over MAX_CHARS split
         self._coalesced_unkept = CoalescingCounter(self._count_new)  # the same, past the count cache
         # Characters encoded so far, counted or with offsets: how much tokenizer work a run did, against
@@ -63,6 +73,23 @@ class TokenCounter:
         # count()'s large calls, one part per core at once (threads start on first use)
         self._threads = ThreadPoolExecutor(BATCHES_AT_ONCE, thread_name_prefix="trajcomp-count-large")
         self._cache = CountCache()  # the texts this process counted: a repeated one is encoded once
+
+    def portable(self) -> "PortableCounter":
+        """What another process needs to count exactly as this one does, without loading the tokenizer."""
+        return PortableCounter(self.name, self._backend.to_str(), self.specials_as_text, self.info)
+
+    @classmethod
+    def from_portable(cls, portable: "PortableCounter") -> "TokenCounter":
+        """A counter of the same counts, built from the Rust tokenizer's serialization alone: no
+        transformers import (~1 s in a new process). It counts and encodes; it has no chat template."""
+        from tokenizers import Tokenizer
+
+        _calls_on_one_thread()
+        backend = Tokenizer.from_str(portable.backend)
+        backend.encode_special_tokens = portable.specials_as_text  # a setting of the object, not of its file
+        counter = cls.__new__(cls)
+        counter._start(portable.name, None, backend, portable.info)
+        return counter
 
     @classmethod
     def for_config(cls, cfg) -> "TokenCounter":
@@ -137,13 +164,6 @@ def _calls_on_one_thread() -> None:
     tokenizers reads the variable at every call.
     """
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-
-def _read_template(path: str) -> str:
-    try:
-        return open(os.path.expanduser(path), encoding="utf-8").read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TokenizerLoadError(f"cannot read tokenizer.chat_template {path}: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -321,70 +341,3 @@ def _shared_prefix(a: str, b: str) -> int:
 def lengths_for(mode: str, counter: TokenCounter) -> TurnLengths | TemplateLengths:
     """The row measure `compression.count_mode` names."""
     return TemplateLengths(counter) if mode == "chat_template" else TurnLengths(counter)
-
-
-def quiet_transformers() -> None:
-    """Before transformers is imported: it warns loudly when no deep-learning framework is installed;
-    we only need tokenizers."""
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-
-
-def _load(name_or_path: str | None, trust_remote_code: bool):
-    quiet_transformers()
-    from transformers import AutoTokenizer
-
-    if not name_or_path:
-        raise TokenizerLoadError(
-            "no tokenizer given: pass --tokenizer with your training tokenizer (a local folder holding "
-            "tokenizer.json, or a Hugging Face name in the local cache), or set tokenizer.name in the config"
-        )
-    path = os.path.expanduser(name_or_path)
-    if os.path.isfile(path):
-        raise TokenizerLoadError(
-            f"the tokenizer is the folder holding tokenizer.json, not a file: {os.path.dirname(name_or_path) or '.'}"
-        )
-    if name_or_path.startswith(("./", "../", "/", "~")) and not os.path.isdir(path):
-        raise TokenizerLoadError(f"tokenizer folder not found: {name_or_path}")
-    load = partial(AutoTokenizer.from_pretrained, path, use_fast=True, trust_remote_code=trust_remote_code)
-    try:
-        tokenizer = load(local_files_only=True)  # a folder, or the local Hugging Face cache
-    except Exception as exc:  # transformers raises many types here (OSError, ValueError, HTTP errors)
-        # Asking a Hub that is out of reach costs a minute of retries: only ask one that answers.
-        is_folder = os.path.isdir(path)
-        if is_folder or not _hub_reachable():
-            raise TokenizerLoadError(_load_hint(name_or_path, exc, is_folder)) from None
-        try:
-            tokenizer = load()
-        except Exception as exc:
-            raise TokenizerLoadError(_load_hint(name_or_path, exc, False)) from None
-    if not getattr(tokenizer, "is_fast", False):
-        raise TokenizerLoadError(
-            f"tokenizer '{name_or_path}' has no fast (Rust) implementation; trajcomp needs one "
-            "(a tokenizer.json in the tokenizer folder)"
-        )
-    return tokenizer
-
-
-def _hub_reachable(timeout: float = 3.0) -> bool:
-    """Whether the Hugging Face Hub (or HF_ENDPOINT) takes a connection; through a proxy, assume so."""
-    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
-        return False
-    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
-        return True
-    url = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
-    try:
-        socket.create_connection((url.hostname, url.port or (443 if url.scheme == "https" else 80)), timeout).close()
-    except (OSError, ValueError):
-        return False
-    return True
-
-
-def _load_hint(name_or_path: str, exc: Exception, is_folder: bool) -> str:
-    reason = " ".join(str(exc).split())[:300]
-    if is_folder:
-        return f"cannot load tokenizer from folder '{name_or_path}': {reason}"
-    return (
-        f"cannot load tokenizer '{name_or_path}': it is neither a local folder nor in the Hugging Face "
-        f"cache, and the Hub did not provide it ({reason}). Pass a local folder with --tokenizer PATH "
-        "(or tokenizer.name in the config), or download it once where the Hub is reachable"
-    )

@@ -11,8 +11,8 @@ reads the rows, sends each to a worker, keeps their order (ordered.ordered_map) 
 
 Why plain processes and pipes, not a ProcessPoolExecutor: a pool's process runs one call at a
 time, and a worker must have many rows in flight at once (their summaries wait on the network).
-Workers are forked from a fork server (forking()), never from the main process, which has threads
-(tokenizer counting, readers).
+Workers are forked from a fork server (fork_server.py), never from the main process, which has threads
+(tokenizer counting, readers); in `turns` mode each counts with the main process's tokenizer, sent.
 The summary cache is shared: in a folder each worker appends to a segment of its own (summary_cache.py).
 
 Stopping: workers ignore SIGINT and SIGTERM (a terminal's Ctrl-C and many schedulers signal the
@@ -25,12 +25,10 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
-import multiprocessing.forkserver
 import os
 import pickle
 import signal
 import threading
-from contextlib import contextmanager
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Callable
@@ -38,16 +36,14 @@ from typing import Any, Callable
 from ...core.batching import usable_cores
 from ...core.compressor import TrajectoryCompressor
 from ...core.config import CompressionConfig, ConfigError
-from ...core.tokens import TokenCounter, quiet_transformers
+from ...core.tokens import PortableCounter, TokenCounter
 from ...summarizers import make_summarizer
 from ..parts.work import Asks, perform
 from ..summaries.batch_answers import BatchAnswered
 from ..summaries.cache import CachedSummarizer, open_cache
+from .fork_server import forking, preload_for, sends_tokenizer
 from .together import Together
 
-# What the fork server imports once for every worker (forking()): the row core, and transformers'
-# tokenizer loader (its import scans the whole library, ~2 s).
-PRELOAD = ["trajcomp.engines.runners.workers", "transformers.models.auto.tokenization_auto"]
 STOP_GRACE = 10.0  # seconds a worker has to finish closing (its HTTP session, the cache) once told to stop
 
 
@@ -83,14 +79,15 @@ def shares(total: int, n: int) -> list[int]:
 
 
 def _worker(inbox: Connection, outbox: Connection, config: CompressionConfig, cache: str | None,
-            environment: dict[str, str]) -> None:
+            environment: dict[str, str], tokenizer: PortableCounter | None) -> None:
     """A worker process: its row core built once, then rows compressed until it is told to stop."""
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
     os.environ.clear()  # the run's, not the fork server's: a key set since (multiprocessing passes the folder)
     os.environ.update(environment)
     try:
-        core = build_core(config, TokenCounter.for_config(config), cache)
+        counter = TokenCounter.for_config(config) if tokenizer is None else TokenCounter.from_portable(tokenizer)
+        core = build_core(config, counter, cache)
     except Exception as exc:
         _send(outbox, ("failed", _portable(exc)))
         return
@@ -186,6 +183,7 @@ class WorkerPool(Asks):
         calls = shares(config.max_concurrent_requests, workers)  # the run's total, split
         self.configs = [config.replace(max_concurrent_requests=n) for n in calls]
         self.cache = str(cache) if cache is not None else None
+        self.tokenizer = counter.portable() if sends_tokenizer(config) else None  # what each worker counts with
         self.summarizer = Together()
         self._procs: list[multiprocessing.Process] = []
         self._pipes: list[Connection] = []  # to each worker
@@ -200,7 +198,7 @@ class WorkerPool(Asks):
     async def start(self) -> None:
         """Start the workers and wait until each has its row core started (a dead endpoint fails here)."""
         loop = asyncio.get_running_loop()
-        context = forking()
+        context = forking(preload_for(self.configs[0]))
         for index, config in enumerate(self.configs):
             self._spawn(context, loop, index, config)
         try:
@@ -216,7 +214,7 @@ class WorkerPool(Asks):
     def _spawn(self, context, loop: asyncio.AbstractEventLoop, index: int, config: CompressionConfig) -> None:
         rows_in, rows_out = context.Pipe(duplex=False)
         results_in, results_out = context.Pipe(duplex=False)
-        proc = context.Process(target=_worker, args=(rows_in, results_out, config, self.cache, dict(os.environ)),
+        proc = context.Process(target=_worker, args=(rows_in, results_out, config, self.cache, dict(os.environ), self.tokenizer),
                                name=f"trajcomp-worker-{index}", daemon=True)
         proc.start()
         rows_in.close()  # the worker's ends: so that a worker's death closes its pipe here
@@ -338,53 +336,3 @@ def _collect(conn: Connection, proc: multiprocessing.Process, loop: asyncio.Abst
 def _resolve(future: asyncio.Future, value: Any, failed: bool = False) -> None:
     if not future.done():
         (future.set_exception if failed else future.set_result)(value)
-
-
-def forking() -> multiprocessing.context.BaseContext:
-    """Where workers come from: a fork server that imported the row core and transformers once.
-
-    Each spawned worker would import them itself (~2-3 s of CPU each, most of it transformers); the
-    server pays that once, and can start before the run needs it (`start_forking`). Its workers are
-    forked from a process without threads or event loop, unlike this one. The server outlives a run
-    in a long-lived process, with the environment it started in: each worker takes the run's
-    (`_worker`). Windows has no fork server: each worker imports its own.
-    """
-    return multiprocessing.get_context("forkserver" if start_forking() else "spawn")
-
-
-def start_forking() -> bool:
-    """Start the fork server now (it imports in the background, on another core): a run that will
-    start workers calls it before loading its own tokenizer. False where there is none."""
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return False
-    multiprocessing.forkserver.set_forkserver_preload(PRELOAD)  # the process's one server: read when it starts
-    quiet_transformers()  # the server inherits this environment
-    with _signals_ignored():
-        multiprocessing.forkserver.ensure_running()
-    return True
-
-
-def stop_forking() -> None:
-    """Stop this process's fork server and reap it (a CLI run's last step): its workers' CPU then counts
-    as this process's children's (`time trajcomp ...`), and nothing of the run outlives it. The
-    standard library stops it only from its own tests, hence the private call, guarded."""
-    server = getattr(multiprocessing.forkserver, "_forkserver", None)
-    stop = getattr(server, "_stop", None)
-    if stop is not None:
-        stop()
-
-
-@contextmanager
-def _signals_ignored():
-    """SIGINT and SIGTERM ignored while the fork server starts: it and every worker forked from it ignore
-    them from their first instruction (stopping is the main process's); the window lasts the server's exec."""
-    try:
-        previous = [(sig, signal.signal(sig, signal.SIG_IGN)) for sig in (signal.SIGINT, signal.SIGTERM)]
-    except ValueError:  # not the main thread: each worker ignores them as its first step instead
-        yield
-        return
-    try:
-        yield
-    finally:
-        for sig, handler in previous:
-            signal.signal(sig, handler)
