@@ -43,16 +43,17 @@ def seen(record) -> tuple:
 
 @settings(max_examples=300, deadline=None)
 @given(lines=st.lists(LINES, max_size=30), rows=st.integers(1, 6), crlf=st.booleans(), last_newline=st.booleans(),
-       chunk=st.sampled_from([1, 2, 3, 7, 64, jsonl._CHUNK]))
+       chunk=st.sampled_from([1, 2, 3, 7, 64, jsonl._CHUNK]), skip=st.integers(0, 32))
 def test_part_ranges_cut_the_records_every_rows_as_one_read_does(tmp_path_factory, lines, rows, crlf, last_newline,
-                                                                 chunk):
+                                                                 chunk, skip):
+    """After the first `skip` records too: a resume goes on after its committed parts, whatever their size."""
     path = tmp_path_factory.mktemp("ranges") / "in.jsonl"
     end = "\r\n" if crlf else "\n"
     path.write_bytes((end.join(lines) + (end if last_newline and lines else "")).encode("utf-8"))
-    whole = [seen(r) for r in JSONL.read(path)]
+    whole = [seen(r) for r in JSONL.read(path)][skip:]
     default, jsonl._CHUNK = jsonl._CHUNK, chunk  # the scan's reads end anywhere in a line
     try:
-        ranges = list(part_ranges(path, rows))
+        ranges = list(part_ranges(path, rows, skip))
     finally:
         jsonl._CHUNK = default
     parts = [[seen(r) for r in read_range(path, *span)] for span in ranges]
@@ -96,11 +97,12 @@ def write_groups(path: Path, table: pa.Table, groups: list[int]) -> Path:
     return path
 
 
-def spans_read_as_one(path: Path, rows: int, batch_size: int) -> None:
-    """Concatenating read_span over spans(rows) gives read()'s records; every span `rows` but the last."""
+def spans_read_as_one(path: Path, rows: int, batch_size: int, skip: int = 0) -> None:
+    """Concatenating read_span over spans(rows, skip) gives read()'s records after the first `skip`;
+    every span `rows` but the last."""
     fmt = ParquetFormat(batch_size=batch_size)
-    whole = [seen(r) for r in fmt.read(path)]
-    spans = list(fmt.spans(path, rows))
+    whole = [seen(r) for r in fmt.read(path)][skip:]
+    spans = list(fmt.spans(path, rows, skip))
     parts = [[seen(r) for r in fmt.read_span(path, span)] for span in spans]
     assert [r for part in parts for r in part] == whole  # the same source, row numbers and values
     assert [len(part) for part in parts] == [min(rows, len(whole) - k) for k in range(0, len(whole), rows)]
@@ -108,11 +110,11 @@ def spans_read_as_one(path: Path, rows: int, batch_size: int) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(table=parquet_tables(), rows=st.integers(1, 8), batch_size=st.integers(1, 9))
-def test_parquet_spans_cut_the_rows_every_rows_as_one_read_does(tmp_path_factory, table, rows, batch_size):
+@given(table=parquet_tables(), rows=st.integers(1, 8), batch_size=st.integers(1, 9), skip=st.integers(0, 12))
+def test_parquet_spans_cut_the_rows_every_rows_as_one_read_does(tmp_path_factory, table, rows, batch_size, skip):
     path = write_groups(tmp_path_factory.mktemp("spans") / "in.parquet", *table)
     assert pq.ParquetFile(path).metadata.num_row_groups == len(table[1])
-    spans_read_as_one(path, rows, batch_size)
+    spans_read_as_one(path, rows, batch_size, skip)
 
 
 WITHOUT_PANDAS = """
@@ -447,3 +449,63 @@ def test_a_damaged_file_after_a_good_one_stops_as_one_process_stops(tmp_path, da
         said.append(res.stderr.splitlines()[0])
     assert said[0] == said[1] and "b.jsonl.gz: corrupt gzip data" in said[0]
     assert (tmp_path / "out2" / "a.jsonl").read_bytes() == (tmp_path / "out1" / "a.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize("suffix, cut", [(".jsonl", True), (".json", True), (".jsonl.gz", False), (".parquet", False)])
+def test_a_short_file_is_cut_into_a_part_for_every_worker_where_the_cut_leaves_no_trace(
+        tmp_path, dataset, monkeypatch, suffix, cut):
+    """16 rows, parts of 1,000: with three workers, a part each (6, 6 and 4 rows), the main process
+    reading none, where the output's join shows no part boundary; a compressed or Parquet output,
+    whose members and row groups would show them, goes row by row as before. The bytes of one
+    process either way."""
+    from trajcomp.engines.parts import checkpoint
+
+    monkeypatch.chdir(dataset.parent)
+    one = run(tmp_path / "one" / f"out{suffix}", Path(dataset.name), "--workers", "1")
+    parsed, committed = [], []
+    parse_line, commit = jsonl.parse_line, checkpoint.WorkDir.commit_part
+    monkeypatch.setattr(jsonl, "parse_line", lambda *a: parsed.append(a[1]) or parse_line(*a))
+    monkeypatch.setattr(checkpoint.WorkDir, "commit_part",
+                        lambda self, f, i, c: committed.append(c["records"]) or commit(self, f, i, c))
+    three = run(tmp_path / "three" / f"out{suffix}", Path(dataset.name), "--workers", "3")
+    assert three == one
+    for name in (f"out{suffix}", "out_rejects.jsonl"):
+        assert (tmp_path / "three" / name).read_bytes() == (tmp_path / "one" / name).read_bytes()
+    if cut:
+        assert parsed == [] and committed == [6, 6, 4]
+    else:
+        assert len(parsed) == 16 and committed == [16]
+
+
+def test_a_run_killed_after_a_short_files_first_parts_resumes_with_other_workers_to_the_same_bytes(tmp_path, bpe_tokenizer):
+    """Two files of twelve rows, each cut into parts of four for three workers; SIGKILL once the first
+    file's first two parts are in (its last row's summaries hang); the same command with two workers:
+    the first file goes on after the eight rows committed, whatever size their parts had, its rest cut
+    in two beside the second file's parts."""
+    import signal
+
+    from openai_server import ServerThread
+    from test_resume import args, hermes_row, start, thaw, wait_for_parts
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for k, name in enumerate(("a.jsonl", "b.jsonl")):
+        write_jsonl(folder / name, [hermes_row(12 * k + i) for i in range(12)])
+    whole = ("--checkpoint-rows", "1000", "--concurrency", "3")  # three calls: three workers may run
+    with ServerThread(latency=0.05) as server:
+        ref = run_cli(*args(folder, tmp_path / "ref", bpe_tokenizer, server.base_url, *whole, "--no-cache"))
+        assert ref.code == 0, ref.stderr
+        server.set_faults(hang_matching="tests/test_11_")  # in row 11's tool outputs alone: a's last part hangs
+        out = tmp_path / "run"
+        proc = start(args(folder, out, bpe_tokenizer, server.base_url, *whole, "--workers", "3"))
+        wait_for_parts(out, 2, proc)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        thaw(server)
+        server.set_faults(hang_matching=None)
+        again = run_cli(*args(folder, out, bpe_tokenizer, server.base_url, *whole, "--workers", "2"))
+        assert again.code == 0, again.stderr
+    report = json.loads((out / "compression_metrics.json").read_text())
+    assert report["processing"]["resumed"] is True and report["processing"]["rows_from_checkpoint"] == 8
+    for name in ("a.jsonl", "b.jsonl"):
+        assert (out / name).read_bytes() == (tmp_path / "ref" / name).read_bytes()

@@ -82,14 +82,17 @@ class Format:
     writable: bool = True
     splits: bool = False  # `spans` finds where runs of rows lie without reading them: a worker reads its own
     unpacks: bool = False  # `unpack` makes a plain JSON Lines copy, which splits (compressed JSON Lines)
+    # Joined, its parts leave no trace: any cut of the rows into parts gives the same bytes (not so where
+    # a part is a compressed member or a row group).
+    seamless: bool = False
 
     def read(self, path: Path) -> Iterator[Record]:
         """Every row of the file in order; unreadable rows come as Records with an error."""
         raise NotImplementedError
 
-    def spans(self, path: Path, rows: int) -> Iterator[tuple]:
-        """Where each run of `rows` records lies in the file (the last maybe shorter), as `read_span`
-        takes it: found without parsing a row. Only for formats that split."""
+    def spans(self, path: Path, rows: int, skip: int = 0) -> Iterator[tuple]:
+        """Where each run of `rows` records after the first `skip` lies in the file (the last maybe
+        shorter), as `read_span` takes it: found without parsing a row. Only for formats that split."""
         raise NotImplementedError
 
     def read_span(self, path: Path, span: tuple) -> Iterator[Record]:

@@ -33,7 +33,7 @@ class JsonArrayFormat(JsonlFormat):
     suffix = ".json"
     splits = False  # an array is one JSON value: its elements cannot be found without parsing it
 
-    def spans(self, path: Path, rows: int) -> Iterator[tuple]:
+    def spans(self, path: Path, rows: int, skip: int = 0) -> Iterator[tuple]:
         raise NotImplementedError("a JSON array does not split")
 
     def read_span(self, path: Path, span: tuple) -> Iterator[Record]:

@@ -54,22 +54,23 @@ def read_lines(source: str, handle: Iterable[bytes], first: int = 1) -> Iterator
             yield parse_line(source, number, data)
 
 
-def part_ranges(path: Path, rows: int) -> Iterator[tuple[int, int, int]]:
+def part_ranges(path: Path, rows: int, skip: int = 0) -> Iterator[tuple[int, int, int]]:
     """(first byte, end byte, first line number) of each run of `rows` records of a plain JSON Lines
-    file, the last maybe shorter: the lines a part of `rows` input rows reads, found without parsing
-    a row or copying a line (a blank line is no record, as in read_lines, and goes with the part
-    after it)."""
+    file after its first `skip` records, the last maybe shorter: the lines a part of `rows` input
+    rows reads, found without parsing a row or copying a line (a blank line is no record, as in
+    read_lines, and goes with the part after it)."""
     with open(path, "rb") as handle:
-        yield from _ranges(handle, rows)
+        yield from _ranges(handle, rows, skip)
 
 
 _BLANK = frozenset(b" \t\n\r\x0b\x0c")  # what bytes.strip() and bytes.isspace() take for whitespace
 _CHUNK = 1 << 20
 
 
-def _ranges(handle: IO[bytes], rows: int) -> Iterator[tuple[int, int, int]]:
+def _ranges(handle: IO[bytes], rows: int, skip: int = 0) -> Iterator[tuple[int, int, int]]:
     start = offset = count = 0  # offset: where the chunk begins in the file
     first = number = 1
+    goal = skip or rows  # records to the next boundary: the skipped ones first, as one range not given
     blank = True  # the current line, so far, is whitespace only (read_lines: `not data.strip()`)
     while chunk := handle.read(_CHUNK):
         pos = 0
@@ -81,13 +82,14 @@ def _ranges(handle: IO[bytes], rows: int) -> Iterator[tuple[int, int, int]]:
                 break
             if not blank:
                 count += 1
-                if count == rows:
-                    yield start, offset + stop, first
-                    start, first, count = offset + stop, number + 1, 0
+                if count == goal:
+                    if not skip:
+                        yield start, offset + stop, first
+                    start, first, count, goal, skip = offset + stop, number + 1, 0, rows, 0
             pos, number, blank = stop, number + 1, True
         offset += len(chunk)
     count += not blank  # a last line without its newline
-    if count:
+    if count and not skip:
         yield start, offset, first
 
 
@@ -116,13 +118,14 @@ def encode_rows(rows: Iterable[dict[str, Any]]) -> bytes:
 class JsonlFormat(Format):
     suffix = ".jsonl"
     splits = True
+    seamless = True
 
     def read(self, path: Path) -> Iterator[Record]:
         with open(path, "rb") as handle:
             yield from read_lines(str(path), handle)
 
-    def spans(self, path: Path, rows: int) -> Iterator[tuple[int, int, int]]:
-        return part_ranges(path, rows)
+    def spans(self, path: Path, rows: int, skip: int = 0) -> Iterator[tuple[int, int, int]]:
+        return part_ranges(path, rows, skip)
 
     def read_span(self, path: Path, span: tuple) -> Iterator[Record]:
         return read_range(path, *span)

@@ -75,11 +75,12 @@ class ParquetFormat(Format):
         with _open(path) as parquet:
             yield from _records(path, parquet.iter_batches(batch_size=self.batch_size), 0)
 
-    def spans(self, path: Path, rows: int) -> Iterator[tuple[int, int]]:
-        """(first row, end row), 0-based, of each run of `rows` rows: from the row groups' counts alone."""
+    def spans(self, path: Path, rows: int, skip: int = 0) -> Iterator[tuple[int, int]]:
+        """(first row, end row), 0-based, of each run of `rows` rows after the first `skip`: from the row
+        groups' counts alone."""
         with _open(path) as parquet:
             total = sum(_group_rows(parquet.metadata))
-        for first in range(0, total, rows):
+        for first in range(skip, total, rows):
             yield first, min(first + rows, total)
 
     def read_span(self, path: Path, span: tuple) -> Iterator[Record]:

@@ -130,10 +130,10 @@ class PartStream:
                 found: Spans = await finding
                 del self._finding[index]
                 done = self.finished.get(index, 0)
-                for part, span in enumerate(found.spans[done:], start=done):
+                for part, span in enumerate(found.spans, start=done):
                     yield PartTask(self.work.path, index, part, found.job.absolute(), self.selection, span,
                                    min(self.max_running, held), held, self.streak_limit, self.examples)
-                self._parts[index] = max(done, len(found.spans))
+                self._parts[index] = done + len(found.spans)
         except Exception as exc:
             yield _Failed(exc)
 
@@ -141,7 +141,12 @@ class PartStream:
         """The file's spans being found by a worker (part_work.find_spans), a compressed file's after it made its plain copy."""
         if index not in self._finding:
             copy = None if format_for(job.input).splits else self.work.plain_input(index)
-            task = SpanTask(job.absolute(), self.checkpoint_rows, copy)
+            # The rest of the file after the rows its committed parts hold, whatever size those parts
+            # had (a short file's, cut for another number of workers, or the row path's).
+            skip = sum(c["records"] for c in self.work.checkpoints(index)) if self.finished.get(index) else 0
+            # A short file cut into a part for every worker, where the cut leaves no trace in the output.
+            parts = self.pool.workers if format_for(job.output).seamless else 1
+            task = SpanTask(job.absolute(), self.checkpoint_rows, copy, skip, parts)
             self._finding[index] = asyncio.ensure_future(self.pool.find_spans(task))
         return self._finding[index]
 

@@ -53,12 +53,16 @@ class PartTask:
 
 @dataclass(frozen=True)
 class SpanTask:
-    """A file whose parts of `rows` input rows a worker finds (the coordinator may not see the file);
-    a compressed one first made a plain JSON Lines copy at `copy`, which splits."""
+    """A file whose parts of `rows` input rows a worker finds (the coordinator may not see the file),
+    after the `skip` rows its committed parts hold, whatever their size; a compressed one first made a
+    plain JSON Lines copy at `copy`, which splits. Rows too few for `min_parts` such parts (one for
+    every worker) are cut into `min_parts` smaller ones."""
 
     job: FileJob
     rows: int
     copy: Path | None = None
+    skip: int = 0
+    min_parts: int = 1
 
 
 @dataclass(frozen=True)
@@ -144,7 +148,11 @@ def find_spans(task: SpanTask) -> Spans:
         unpack_checked(format_for(job.input), job.input, task.copy)
         job = replace(job, input=task.copy, source=job.source or str(job.input))
     reader = format_for(job.input)
-    return Spans(job, list(checked(job.input, lambda: reader.spans(job.input, task.rows))))
+    spans = lambda rows: list(checked(job.input, lambda: reader.spans(job.input, rows, task.skip)))  # noqa: E731
+    found = spans(task.rows)
+    if len(found) < task.min_parts:  # a short file (found fast): smaller parts, so every worker has one
+        found = spans(max(1, -(-len(spans(1)) // task.min_parts)))
+    return Spans(job, found)
 
 
 async def perform(core, work: Any) -> Any:
