@@ -7,10 +7,12 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
 from conftest import CORPUS, DEMO_TOKENIZER, SAMPLES, read_jsonl
+from processes import HANG_SECONDS
 
 from trajcomp.core.batching import MAX_CHARS, CoalescingCounter, split_by_chars
 from trajcomp.core.tokens import TokenCounter
@@ -75,6 +77,37 @@ def test_a_batch_never_exceeds_max_chars_and_a_lone_row_is_counted_at_once(count
 
     assert asyncio.run(run()) == counter.count(["one"])
     assert recorded.calls == [len(big)] * 4 + [1]
+
+
+@pytest.mark.parametrize("at_once", [1, 3])
+def test_at_once_is_how_many_calls_run_at_a_time(counter, at_once):
+    """A worker process counts with its share of the cores (WorkerPool.counting_threads): four rows,
+    each a call of its own (over half a batch), at most `at_once` of them inside the tokenizer at a time."""
+    inside, peak, lock, gate = [0], [0], threading.Lock(), threading.Event()
+
+    def held(texts: list[str]) -> list[int]:
+        with lock:
+            inside[0] += 1
+            peak[0] = max(peak[0], inside[0])
+        gate.wait(HANG_SECONDS)
+        with lock:
+            inside[0] -= 1
+        return counter.count(texts)
+
+    coalescing = CoalescingCounter(held, at_once)
+    big = ["a b c " * (MAX_CHARS // 12 + 1)]
+
+    async def run():
+        tasks = [asyncio.ensure_future(coalescing.count(big)) for _ in range(4)]
+        deadline = time.monotonic() + 30  # the calls start within milliseconds; fewer than at_once never reach it
+        while peak[0] < at_once and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.1)  # time for a call past the bound to start, were there one
+        gate.set()
+        return await asyncio.gather(*tasks)
+
+    assert asyncio.run(run()) == [counter.count(big)] * 4
+    assert peak[0] == at_once
 
 
 def test_a_cancelled_row_leaves_the_others_theirs(counter):

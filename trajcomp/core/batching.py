@@ -45,11 +45,13 @@ def split_by_chars(texts: list[str], max_chars: int) -> list[list[str]]:
 
 
 class CoalescingCounter:
-    """`await count(texts)` from any number of tasks; batched tokenizer calls on counting threads."""
+    """`await count(texts)` from any number of tasks; batched tokenizer calls on counting threads,
+    `at_once` of them at a time (a worker process's share of the cores)."""
 
-    def __init__(self, count: Callable[[list[str]], list[int]]):
+    def __init__(self, count: Callable[[list[str]], list[int]], at_once: int = BATCHES_AT_ONCE):
         self._count = count
-        self._threads = ThreadPoolExecutor(max_workers=BATCHES_AT_ONCE, thread_name_prefix="trajcomp-count")
+        self._at_once = at_once
+        self._threads = ThreadPoolExecutor(max_workers=at_once, thread_name_prefix="trajcomp-count")
         # Futures belong to one event loop: each loop (a test's asyncio.run, a worker's loop) has its queue.
         self._queues: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Queue] = weakref.WeakKeyDictionary()
 
@@ -57,13 +59,13 @@ class CoalescingCounter:
         loop = asyncio.get_running_loop()
         queue = self._queues.get(loop)
         if queue is None:
-            queue = self._queues[loop] = _Queue(self._count, self._threads)
+            queue = self._queues[loop] = _Queue(self._count, self._threads, self._at_once)
         return await queue.submit(list(texts))
 
 
 class _Queue:
-    def __init__(self, count: Callable[[list[str]], list[int]], threads: ThreadPoolExecutor):
-        self._count, self._threads = count, threads
+    def __init__(self, count: Callable[[list[str]], list[int]], threads: ThreadPoolExecutor, at_once: int):
+        self._count, self._threads, self._at_once = count, threads, at_once
         self._waiting: list[tuple[list[str], asyncio.Future]] = []
         self._draining = 0  # drainers started and not yet finished: counted down inside them, with no await between
         self._tasks: set[asyncio.Task] = set()  # references, so that running drainers are not collected
@@ -73,7 +75,7 @@ class _Queue:
             return []
         future = asyncio.get_running_loop().create_future()
         self._waiting.append((texts, future))
-        if self._draining < BATCHES_AT_ONCE:
+        if self._draining < self._at_once:
             self._draining += 1
             drainer = asyncio.get_running_loop().create_task(self._drain())
             self._tasks.add(drainer)

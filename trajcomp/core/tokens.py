@@ -47,15 +47,17 @@ class PortableCounter:
 class TokenCounter:
     """Counts tokens of texts without special tokens, in batched calls to the Rust backend."""
 
-    def __init__(self, name_or_path: str | None, trust_remote_code: bool = False, chat_template: str | None = None):
+    def __init__(self, name_or_path: str | None, trust_remote_code: bool = False, chat_template: str | None = None,
+                 at_once: int = BATCHES_AT_ONCE):
         _calls_on_one_thread()
         tokenizer = load(name_or_path, trust_remote_code)
         if chat_template is not None:
             tokenizer.chat_template = read_template(chat_template)
         info = TokenizerInfo(name_or_path, type(tokenizer).__name__, len(tokenizer))
-        self._start(name_or_path, tokenizer, tokenizer.backend_tokenizer, info)
+        self._start(name_or_path, tokenizer, tokenizer.backend_tokenizer, info, at_once)
 
-    def _start(self, name: str | None, tokenizer: Any, backend: Any, info: TokenizerInfo) -> None:
+    def _start(self, name: str | None, tokenizer: Any, backend: Any, info: TokenizerInfo, at_once: int) -> None:
+        """`at_once`: the tokenizer calls made at once, on as many threads (one a core this process may use)."""
         self.name = name
         self._tokenizer = tokenizer  # None in a counter built from_portable: it counts, it cannot render
         # The Rust tokenizer behind the fast tokenizer: encode_batch runs in parallel without the GIL.
@@ -64,14 +66,14 @@ class TokenCounter:
         self._backend.no_padding()
         self._backend.no_truncation()
         self.info = info
-        self._coalesced = CoalescingCounter(self.count)  # one call a batch; a lone row over MAX_CHARS split
-        self._coalesced_unkept = CoalescingCounter(self._count_new)  # the same, past the count cache
+        self._coalesced = CoalescingCounter(self.count, at_once)  # one call a batch; a lone row over MAX_CHARS split
+        self._coalesced_unkept = CoalescingCounter(self._count_new, at_once)  # the same, past the count cache
         # Characters encoded so far, counted or with offsets: how much tokenizer work a run did, against
         # its rows' own text (the report's processing.tokenizer_chars; make bench prints the ratio).
         self.chars = 0
         self._chars_lock = threading.Lock()
         # count()'s large calls, one part per core at once (threads start on first use)
-        self._threads = ThreadPoolExecutor(BATCHES_AT_ONCE, thread_name_prefix="trajcomp-count-large")
+        self._threads = ThreadPoolExecutor(at_once, thread_name_prefix="trajcomp-count-large")
         self._cache = CountCache()  # the texts this process counted: a repeated one is encoded once
 
     def portable(self) -> "PortableCounter":
@@ -79,7 +81,7 @@ class TokenCounter:
         return PortableCounter(self.name, self._backend.to_str(), self.specials_as_text, self.info)
 
     @classmethod
-    def from_portable(cls, portable: "PortableCounter") -> "TokenCounter":
+    def from_portable(cls, portable: "PortableCounter", at_once: int = BATCHES_AT_ONCE) -> "TokenCounter":
         """A counter of the same counts, built from the Rust tokenizer's serialization alone: no
         transformers import (~1 s in a new process). It counts and encodes; it has no chat template."""
         from tokenizers import Tokenizer
@@ -88,13 +90,13 @@ class TokenCounter:
         backend = Tokenizer.from_str(portable.backend)
         backend.encode_special_tokens = portable.specials_as_text  # a setting of the object, not of its file
         counter = cls.__new__(cls)
-        counter._start(portable.name, None, backend, portable.info)
+        counter._start(portable.name, None, backend, portable.info, at_once)
         return counter
 
     @classmethod
-    def for_config(cls, cfg) -> "TokenCounter":
+    def for_config(cls, cfg, at_once: int = BATCHES_AT_ONCE) -> "TokenCounter":
         """The config's tokenizer, checked to measure rows as `compression.count_mode` says."""
-        counter = cls(cfg.tokenizer_name, cfg.trust_remote_code, cfg.chat_template)
+        counter = cls(cfg.tokenizer_name, cfg.trust_remote_code, cfg.chat_template, at_once)
         lengths_for(cfg.count_mode, counter)  # TokenizerLoadError when the mode needs a template it lacks
         return counter
 
