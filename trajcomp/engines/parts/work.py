@@ -14,6 +14,7 @@ the same bytes (parts.py `Part`, the same writer) as on the row-by-row path.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections import Counter
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
@@ -148,10 +149,13 @@ def find_spans(task: SpanTask) -> Spans:
         unpack_checked(format_for(job.input), job.input, task.copy)
         job = replace(job, input=task.copy, source=job.source or str(job.input))
     reader = format_for(job.input)
-    spans = lambda rows: list(checked(job.input, lambda: reader.spans(job.input, rows, task.skip)))  # noqa: E731
+
+    def spans(rows: int) -> list[tuple]:
+        return list(checked(job.input, lambda: reader.spans(job.input, rows, task.skip)))
+
     found = spans(task.rows)
-    if len(found) < task.min_parts:  # a short file (found fast): smaller parts, so every worker has one
-        found = spans(max(1, -(-len(spans(1)) // task.min_parts)))
+    if len(found) < task.min_parts:  # a short file (its rows few, so counted fast): a part for every worker
+        found = spans(max(1, math.ceil(len(spans(1)) / task.min_parts)))
     return Spans(job, found)
 
 
