@@ -43,6 +43,7 @@ parts, same pyarrow -> same bytes. No parts: a valid file with no rows, its sche
 from __future__ import annotations
 
 import threading
+from functools import cache
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -174,17 +175,9 @@ def _records(path: Path, batches: Iterator[pa.RecordBatch], position: int, first
 PARQUET = ParquetFormat()
 
 
-_warming = threading.Lock()
-_warmed = False
-
-
+@cache  # once a process
 def _warm_conversion() -> None:
     """pyarrow's first conversion of Python values imports pandas (~0.4 s, once a process) to ask
     whether they are a pandas object. Begun on a thread when a part opens, that import overlaps the
     part's rows instead of delaying its write: a short file's one part was written ~0.3 s later."""
-    global _warmed
-    with _warming:
-        if _warmed:
-            return
-        _warmed = True
     threading.Thread(target=pa.array, args=([],), name="trajcomp-arrow-warm", daemon=True).start()

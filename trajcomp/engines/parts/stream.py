@@ -140,15 +140,20 @@ class PartStream:
     def _find(self, index: int, job: FileJob) -> asyncio.Task:
         """The file's spans being found by a worker (part_work.find_spans), a compressed file's after it made its plain copy."""
         if index not in self._finding:
-            copy = None if format_for(job.input).splits else self.work.plain_input(index)
-            # The rest of the file after the rows its committed parts hold, whatever size those parts
-            # had (a short file's, cut for another number of workers, or the row path's).
-            skip = sum(c["records"] for c in self.work.checkpoints(index)) if self.finished.get(index) else 0
-            # A short file cut into a part for every worker, where the cut leaves no trace in the output.
-            parts = self.pool.workers if format_for(job.output).seamless else 1
-            task = SpanTask(job.absolute(), self.checkpoint_rows, copy, skip, parts)
-            self._finding[index] = asyncio.ensure_future(self.pool.find_spans(task))
+            self._finding[index] = asyncio.ensure_future(self._spans(index, job))
         return self._finding[index]
+
+    async def _spans(self, index: int, job: FileJob) -> Spans:
+        copy = None if format_for(job.input).splits else self.work.plain_input(index)
+        # The rest of the file after the rows its committed parts hold, whatever size those parts had
+        # (a short file's, cut for another number of workers, or the row path's): read off the loop.
+        skip = await asyncio.to_thread(self._rows_committed, index) if self.finished.get(index) else 0
+        # A short file cut into a part for every worker, where the cut leaves no trace in the output.
+        parts = self.pool.workers if format_for(job.output).seamless else 1
+        return await self.pool.find_spans(SpanTask(job.absolute(), self.checkpoint_rows, copy, skip, parts))
+
+    def _rows_committed(self, index: int) -> int:
+        return sum(checkpoint["records"] for checkpoint in self.work.checkpoints(index))
 
     async def _drop_copies(self, files: list[tuple[int, FileJob]]) -> None:
         """Spans still being found (plain copies being made) stopped, and the plain copies of `files` removed."""
