@@ -110,6 +110,38 @@ def test_at_once_is_how_many_calls_run_at_a_time(counter, at_once):
     assert peak[0] == at_once
 
 
+def test_counts_past_the_count_cache_share_the_counters_bound():
+    """A rendering counted past the cache (acount_once) and a row's turns (acount) go to the same
+    `at_once` threads: with one, never two tokenizer calls at a time."""
+    tokens = TokenCounter(str(DEMO_TOKENIZER), at_once=1)
+    inside, peak, lock, gate = [0], [0], threading.Lock(), threading.Event()
+    count = tokens._count
+
+    def held(texts: list[str]) -> list[int]:
+        with lock:
+            inside[0] += 1
+            peak[0] = max(peak[0], inside[0])
+        gate.wait(HANG_SECONDS)
+        with lock:
+            inside[0] -= 1
+        return count(texts)
+
+    tokens._count = held
+
+    async def run():
+        tasks = [asyncio.ensure_future(tokens.acount(["a row's turn"])),
+                 asyncio.ensure_future(tokens.acount_once(["a rendering"]))]
+        deadline = time.monotonic() + 30
+        while peak[0] < 1 and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.1)  # time for a second call to start, were there room for it
+        gate.set()
+        return await asyncio.gather(*tasks)
+
+    assert asyncio.run(run()) == [count(["a row's turn"]), count(["a rendering"])]
+    assert peak[0] == 1
+
+
 def test_a_cancelled_row_leaves_the_others_theirs(counter):
     recorded = Recorded(counter)
     coalescing = CoalescingCounter(recorded)

@@ -46,12 +46,14 @@ def split_by_chars(texts: list[str], max_chars: int) -> list[list[str]]:
 
 class CoalescingCounter:
     """`await count(texts)` from any number of tasks; batched tokenizer calls on counting threads,
-    `at_once` of them at a time (a worker process's share of the cores)."""
+    `at_once` of them at a time (a worker process's share of the cores). Counters given the same
+    `threads` share that bound."""
 
-    def __init__(self, count: Callable[[list[str]], list[int]], at_once: int = BATCHES_AT_ONCE):
+    def __init__(self, count: Callable[[list[str]], list[int]], at_once: int = BATCHES_AT_ONCE,
+                 threads: ThreadPoolExecutor | None = None):
         self._count = count
         self._at_once = at_once
-        self._threads = ThreadPoolExecutor(max_workers=at_once, thread_name_prefix="trajcomp-count")
+        self._threads = threads or counting_threads(at_once)
         # Futures belong to one event loop: each loop (a test's asyncio.run, a worker's loop) has its queue.
         self._queues: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Queue] = weakref.WeakKeyDictionary()
 
@@ -61,6 +63,10 @@ class CoalescingCounter:
         if queue is None:
             queue = self._queues[loop] = _Queue(self._count, self._threads, self._at_once)
         return await queue.submit(list(texts))
+
+
+def counting_threads(at_once: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=at_once, thread_name_prefix="trajcomp-count")
 
 
 class _Queue:

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .batching import BATCHES_AT_ONCE, MAX_CHARS, CoalescingCounter, split_by_chars
+from .batching import BATCHES_AT_ONCE, MAX_CHARS, CoalescingCounter, counting_threads, split_by_chars
 from .count_cache import CountCache
 from .openai_rows import content_text
 from .split_tokens import Pieces, SplitTokens
@@ -66,8 +66,11 @@ class TokenCounter:
         self._backend.no_padding()
         self._backend.no_truncation()
         self.info = info
-        self._coalesced = CoalescingCounter(self.count, at_once)  # one call a batch; a lone row over MAX_CHARS split
-        self._coalesced_unkept = CoalescingCounter(self._count_new, at_once)  # the same, past the count cache
+        # One call a batch; a lone row over MAX_CHARS split. Past the count cache or not, the same threads:
+        # at most `at_once` calls.
+        threads = counting_threads(at_once)
+        self._coalesced = CoalescingCounter(self.count, at_once, threads)
+        self._coalesced_unkept = CoalescingCounter(self._count_new, at_once, threads)
         # Characters encoded so far, counted or with offsets: how much tokenizer work a run did, against
         # its rows' own text (the report's processing.tokenizer_chars; make bench prints the ratio).
         self.chars = 0
