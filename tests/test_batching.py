@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Callable
 
 import pytest
 
@@ -79,67 +80,60 @@ def test_a_batch_never_exceeds_max_chars_and_a_lone_row_is_counted_at_once(count
     assert recorded.calls == [len(big)] * 4 + [1]
 
 
+class Held:
+    """A count that holds every call inside it until released, and says how many were inside at once."""
+
+    def __init__(self, count: Callable[[list[str]], list[int]]):
+        self.count, self.inside, self.peak = count, 0, 0
+        self.lock, self.gate = threading.Lock(), threading.Event()
+
+    def __call__(self, texts: list[str]) -> list[int]:
+        with self.lock:
+            self.inside += 1
+            self.peak = max(self.peak, self.inside)
+        self.gate.wait(HANG_SECONDS)
+        with self.lock:
+            self.inside -= 1
+        return self.count(texts)
+
+    async def released(self, tasks: list[asyncio.Future], bound: int) -> list:
+        """The tasks' results, once `bound` calls are inside (the calls start within milliseconds: fewer
+        than that never reach it) and a call past the bound had time to start, were there one."""
+        deadline = time.monotonic() + 30
+        while self.peak < bound and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.1)
+        self.gate.set()
+        return await asyncio.gather(*tasks)
+
+
 @pytest.mark.parametrize("at_once", [1, 3])
 def test_at_once_is_how_many_calls_run_at_a_time(counter, at_once):
     """A worker process counts with its share of the cores (WorkerPool.counting_threads): four rows,
     each a call of its own (over half a batch), at most `at_once` of them inside the tokenizer at a time."""
-    inside, peak, lock, gate = [0], [0], threading.Lock(), threading.Event()
-
-    def held(texts: list[str]) -> list[int]:
-        with lock:
-            inside[0] += 1
-            peak[0] = max(peak[0], inside[0])
-        gate.wait(HANG_SECONDS)
-        with lock:
-            inside[0] -= 1
-        return counter.count(texts)
-
+    held = Held(counter.count)
     coalescing = CoalescingCounter(held, at_once)
     big = ["a b c " * (MAX_CHARS // 12 + 1)]
 
     async def run():
-        tasks = [asyncio.ensure_future(coalescing.count(big)) for _ in range(4)]
-        deadline = time.monotonic() + 30  # the calls start within milliseconds; fewer than at_once never reach it
-        while peak[0] < at_once and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
-        await asyncio.sleep(0.1)  # time for a call past the bound to start, were there one
-        gate.set()
-        return await asyncio.gather(*tasks)
+        return await held.released([asyncio.ensure_future(coalescing.count(big)) for _ in range(4)], at_once)
 
     assert asyncio.run(run()) == [counter.count(big)] * 4
-    assert peak[0] == at_once
+    assert held.peak == at_once
 
 
 def test_counts_past_the_count_cache_share_the_counters_bound():
     """A rendering counted past the cache (acount_once) and a row's turns (acount) go to the same
     `at_once` threads: with one, never two tokenizer calls at a time."""
     tokens = TokenCounter(str(DEMO_TOKENIZER), at_once=1)
-    inside, peak, lock, gate = [0], [0], threading.Lock(), threading.Event()
-    count = tokens._count
-
-    def held(texts: list[str]) -> list[int]:
-        with lock:
-            inside[0] += 1
-            peak[0] = max(peak[0], inside[0])
-        gate.wait(HANG_SECONDS)
-        with lock:
-            inside[0] -= 1
-        return count(texts)
-
-    tokens._count = held
+    held = tokens._count = Held(tokens._count)
 
     async def run():
-        tasks = [asyncio.ensure_future(tokens.acount(["a row's turn"])),
-                 asyncio.ensure_future(tokens.acount_once(["a rendering"]))]
-        deadline = time.monotonic() + 30
-        while peak[0] < 1 and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
-        await asyncio.sleep(0.1)  # time for a second call to start, were there room for it
-        gate.set()
-        return await asyncio.gather(*tasks)
+        turns, rendering = tokens.acount(["a row's turn"]), tokens.acount_once(["a rendering"])
+        return await held.released([asyncio.ensure_future(turns), asyncio.ensure_future(rendering)], 1)
 
-    assert asyncio.run(run()) == [count(["a row's turn"]), count(["a rendering"])]
-    assert peak[0] == 1
+    assert asyncio.run(run()) == [held.count(["a row's turn"]), held.count(["a rendering"])]
+    assert held.peak == 1
 
 
 def test_a_cancelled_row_leaves_the_others_theirs(counter):
