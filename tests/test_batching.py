@@ -15,7 +15,7 @@ import pytest
 from conftest import CORPUS, DEMO_TOKENIZER, SAMPLES, read_jsonl
 from processes import HANG_SECONDS
 
-from trajcomp.core.batching import MAX_CHARS, CoalescingCounter, split_by_chars
+from trajcomp.core.batching import MAX_CHARS, MIN_SHARE, CoalescingCounter, split_by_chars
 from trajcomp.core.tokens import TokenCounter
 
 
@@ -32,13 +32,14 @@ class Recorded:
     """The real count, recording each call's size and thread; `gate` holds calls until set."""
 
     def __init__(self, counter: TokenCounter):
-        self.counter, self.calls, self.threads = counter, [], set()
+        self.counter, self.calls, self.texts, self.threads = counter, [], [], set()
         self.gate = threading.Event()
         self.gate.set()
 
     def __call__(self, texts: list[str]) -> list[int]:
         self.gate.wait(10)
         self.calls.append(len(texts))
+        self.texts.append(texts)
         self.threads.add(threading.current_thread().name)
         return self.counter.count(texts)
 
@@ -57,10 +58,11 @@ def test_rows_in_flight_share_tokenizer_calls_and_get_their_own_counts(counter):
 
     results = asyncio.run(run())
     assert results == [counter.count(texts) for texts in per_row]
-    # Every row asked before the first call started: one call for all (fewer than MAX_CHARS characters).
-    assert recorded.calls == [sum(map(len, per_row))]
+    # Every row asked before the first call started: they share calls, each taking at most half of what
+    # waits (two counting threads) and at least MIN_SHARE characters.
     assert sum(len(text) for texts in per_row for text in texts) < MAX_CHARS
-    assert len(recorded.threads) == 1 and recorded.threads.pop().startswith("trajcomp-count")
+    assert len(recorded.calls) < len(per_row) and sum(recorded.calls) == sum(map(len, per_row))
+    assert all(name.startswith("trajcomp-count") for name in recorded.threads)
 
 
 def test_a_batch_never_exceeds_max_chars_and_a_lone_row_is_counted_at_once(counter):
@@ -134,6 +136,48 @@ def test_counts_past_the_count_cache_share_the_counters_bound():
 
     assert asyncio.run(run()) == [held.count(["a row's turn"]), held.count(["a rendering"])]
     assert held.peak == 1
+
+
+def test_an_urgent_request_goes_into_the_next_call_before_those_waiting(counter):
+    """A row about to be summarized, or a summarized row's last count, is counted first: the rows
+    behind it wait for it to be written."""
+    recorded = Recorded(counter)
+    coalescing = CoalescingCounter(recorded, at_once=1)
+    later = [[f"row {i} " * 2000] for i in range(6)]  # a call's share of what waits holds a few of them
+
+    async def run():
+        recorded.gate.clear()
+        first = asyncio.ensure_future(coalescing.count(["the call in flight"]))
+        await asyncio.sleep(0.01)
+        waiting = [asyncio.ensure_future(coalescing.count(texts)) for texts in later]
+        urgent = asyncio.ensure_future(coalescing.count(["urgent"], urgent=True))
+        await asyncio.sleep(0.01)
+        recorded.gate.set()
+        return await first, await asyncio.gather(*waiting), await urgent
+
+    first, waiting, urgent = asyncio.run(run())
+    assert urgent == counter.count(["urgent"]) and waiting == [counter.count(t) for t in later]
+    assert recorded.texts[1][0] == "urgent"  # the first call after the one in flight opens with it
+
+
+def test_the_last_requests_are_shared_among_the_counting_threads(counter):
+    """At a run's end one call must not take all that is left while the other threads idle: each call
+    takes at most half of what waits (two threads), and at least MIN_SHARE characters."""
+    recorded = Recorded(counter)
+    coalescing = CoalescingCounter(recorded, at_once=2)
+    rows = [[f"row {i} " * (MIN_SHARE // 40)] for i in range(16)]  # ~MIN_SHARE / 5 characters each
+
+    async def run():
+        recorded.gate.clear()
+        tasks = [asyncio.ensure_future(coalescing.count(texts)) for texts in rows]
+        await asyncio.sleep(0.05)
+        recorded.gate.set()
+        return await asyncio.gather(*tasks)
+
+    assert asyncio.run(run()) == [counter.count(t) for t in rows]
+    chars = [sum(map(len, texts)) for texts in recorded.texts]  # in the order the calls passed the gate
+    assert max(chars) <= max(MIN_SHARE, -(-sum(chars) // 2))  # the first take is the largest
+    assert len(chars) > 2  # then each a share of what is left, not all of it
 
 
 def test_a_cancelled_row_leaves_the_others_theirs(counter):
@@ -241,3 +285,12 @@ def test_counts_without_offsets_equal_the_full_encodings_lengths(kind, request):
     tokens = TokenCounter(str(folder))
     texts = [t for row in rows_texts() for t in row] + CORPUS + ["", " ", "ÉCOLE  naïve\t\n", "🙂" * 9]
     assert tokens.count(texts) == [len(e.ids) for e in tokens.encode(texts)]
+
+
+def test_a_row_likely_over_its_target_is_told_by_the_characters_a_token_counted_so_far():
+    tokens = TokenCounter(str(DEMO_TOKENIZER))
+    text = "the quick brown fox jumps over the lazy dog " * 50
+    assert not tokens.likely_over([text], 10)  # nothing counted yet: no guess
+    (n,) = tokens.count([text])
+    assert tokens.likely_over([text], n) and tokens.likely_over([text, text], 2 * n)  # its own count: over 0.9 of it
+    assert not tokens.likely_over([text[: len(text) // 2]], n)  # half as long: not

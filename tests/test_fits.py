@@ -217,6 +217,25 @@ def check_fits(counter: TokenCounter, results, target: int) -> list:
     return metrics
 
 
+def test_a_rendering_likely_over_its_target_is_encoded_once_with_its_offsets(templated):
+    """Counted first, a row over the target would be encoded twice (the count, then the offsets its
+    costs need). Once the run has counted a little, a row likely over goes to the offsets at once; a row
+    not likely over is only counted. Both measures are exact."""
+    counter = TokenCounter(str(templated["qwen3"]))
+    lengths = TemplateLengths(counter)
+    rows = sample_rows(3)
+    messages = [SHAREGPT.chat_messages(SHAREGPT.native_turns(row), CHAT_ROLES) for row in rows]
+    counter.count([counter.render(messages[0])])  # what a run has counted before: the characters a token
+    for m in messages[1:]:
+        rendering = counter.render(m)
+        truth = len(counter.encode([rendering])[0])
+        for target, costs in ((truth - 1, True), (2 * truth, False)):  # over, and far under
+            before = counter.chars
+            measured = asyncio.run(lengths.ameasure([], m, target))
+            assert measured.total == truth and (measured.costs is not None) == costs
+            assert counter.chars - before == len(rendering)  # one encoding of the rendering, not two
+
+
 @pytest.mark.parametrize("template", ["qwen3", "strip_think"])
 def test_no_row_reported_as_fitting_renders_over_the_target(templated, template):
     target = 5000

@@ -14,6 +14,7 @@ import asyncio
 import os
 import weakref
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 
@@ -29,6 +30,11 @@ BATCHES_AT_ONCE = max(2, usable_cores())
 # cores the calls at once hold ~70 MB (2 MiB of text); above that each call still holds ~5 agent
 # rows (256 KiB, ~9 MB), enough that its Python overhead stays small beside the Rust work.
 MAX_CHARS = max(256 << 10, (2 << 20) // BATCHES_AT_ONCE)
+
+
+# The least a call takes when the waiting texts are shared among the counting threads: below it, a call's
+# Python costs more than another thread's help saves.
+MIN_SHARE = 64 << 10
 
 
 def split_by_chars(texts: list[str], max_chars: int) -> list[list[str]]:
@@ -57,12 +63,14 @@ class CoalescingCounter:
         # Futures belong to one event loop: each loop (a test's asyncio.run, a worker's loop) has its queue.
         self._queues: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Queue] = weakref.WeakKeyDictionary()
 
-    async def count(self, texts: Sequence[str]) -> list[int]:
+    async def count(self, texts: Sequence[str], urgent: bool = False) -> list[int]:
+        """The counts of `texts`; `urgent` ones go into the next call before the others waiting (a row
+        about to be summarized, or a summarized row's last count: the rows behind it wait on it)."""
         loop = asyncio.get_running_loop()
         queue = self._queues.get(loop)
         if queue is None:
             queue = self._queues[loop] = _Queue(self._count, self._threads, self._at_once)
-        return await queue.submit(list(texts))
+        return await queue.submit(list(texts), urgent)
 
 
 def counting_threads(at_once: int) -> ThreadPoolExecutor:
@@ -72,67 +80,89 @@ def counting_threads(at_once: int) -> ThreadPoolExecutor:
 class _Queue:
     def __init__(self, count: Callable[[list[str]], list[int]], threads: ThreadPoolExecutor, at_once: int):
         self._count, self._threads, self._at_once = count, threads, at_once
-        self._waiting: list[tuple[list[str], asyncio.Future]] = []
+        self._waiting: list[_Request] = []  # the urgent ones first, each kind in the order it came
+        self._urgent = 0  # how many of _waiting are urgent
+        self._chars = 0  # the characters of _waiting
         self._draining = 0  # drainers started and not yet finished: counted down inside them, with no await between
         self._tasks: set[asyncio.Task] = set()  # references, so that running drainers are not collected
 
-    async def submit(self, texts: list[str]) -> list[int]:
+    async def submit(self, texts: list[str], urgent: bool = False) -> list[int]:
         if not texts:
             return []
-        future = asyncio.get_running_loop().create_future()
-        self._waiting.append((texts, future))
-        if self._draining < self._at_once:
+        request = _Request(texts, sum(map(len, texts)), asyncio.get_running_loop().create_future())
+        if urgent:
+            self._waiting.insert(self._urgent, request)
+            self._urgent += 1
+        else:
+            self._waiting.append(request)
+        self._chars += request.chars
+        self._start_drainers()
+        return await request.future
+
+    def _start_drainers(self) -> None:
+        """A drainer for every share of the waiting texts, up to `at_once` at a time."""
+        while self._waiting and self._draining < min(self._at_once, len(self._waiting)):
             self._draining += 1
             drainer = asyncio.get_running_loop().create_task(self._drain())
             self._tasks.add(drainer)
             drainer.add_done_callback(self._tasks.discard)
-        return await future
 
     async def _drain(self) -> None:
-        batch: list[tuple[list[str], asyncio.Future]] = []
+        batch: list[_Request] = []
         try:
             while self._waiting:
                 batch = self._take()
-                texts = [text for texts, _ in batch for text in texts]
+                self._start_drainers()  # what this call left waiting has a thread of its own, if one is free
+                texts = [text for request in batch for text in request.texts]
                 try:
                     counts = await asyncio.get_running_loop().run_in_executor(self._threads, self._count, texts)
                 except Exception:  # one row's text broke the call: count each request on its own
                     await self._one_by_one(batch)
                     continue
                 start = 0
-                for texts, future in batch:
-                    if not future.done():  # a row cancelled meanwhile (Ctrl-C) wants nothing
-                        future.set_result(counts[start : start + len(texts)])
-                    start += len(texts)
+                for request in batch:
+                    if not request.future.done():  # a row cancelled meanwhile (Ctrl-C) wants nothing
+                        request.future.set_result(counts[start : start + len(request.texts)])
+                    start += len(request.texts)
         except BaseException:  # cancelled itself (the loop is closing): no request may wait forever
-            for _, future in batch + self._waiting:
-                future.cancel()
-            self._waiting = []
+            for request in batch + self._waiting:
+                request.future.cancel()
+            self._waiting, self._urgent, self._chars = [], 0, 0
             raise
         finally:
             # Here, not in a done callback: a request that arrives once the queue looked empty must
             # find this drainer gone and start one, or it would wait forever.
             self._draining -= 1
 
-    async def _one_by_one(self, batch: list[tuple[list[str], asyncio.Future]]) -> None:
+    async def _one_by_one(self, batch: list[_Request]) -> None:
         """Each request counted alone, so that a row fails only for its own texts, whatever its batch."""
-        for texts, future in batch:
+        for request in batch:
             try:
-                counts = await asyncio.get_running_loop().run_in_executor(self._threads, self._count, texts)
+                counts = await asyncio.get_running_loop().run_in_executor(self._threads, self._count, request.texts)
             except Exception as exc:
-                if not future.done():
-                    future.set_exception(exc)
+                if not request.future.done():
+                    request.future.set_exception(exc)
                 continue
-            if not future.done():
-                future.set_result(counts)
+            if not request.future.done():
+                request.future.set_result(counts)
 
-    def _take(self) -> list[tuple[list[str], asyncio.Future]]:
-        """The oldest requests, up to MAX_CHARS characters (at least one request)."""
+    def _take(self) -> list[_Request]:
+        """The first requests waiting, up to a share of them all: MAX_CHARS characters, or fewer so that
+        every counting thread gets some of the last ones (a lone call at a run's end leaves cores idle)."""
+        share = min(MAX_CHARS, max(MIN_SHARE, -(-self._chars // self._at_once)))
         size, n = 0, 0
-        for texts, _ in self._waiting:
-            chars = sum(map(len, texts))
-            if n and size + chars > MAX_CHARS:
+        for request in self._waiting:
+            if n and size + request.chars > share:
                 break
-            size, n = size + chars, n + 1
+            size, n = size + request.chars, n + 1
         batch, self._waiting = self._waiting[:n], self._waiting[n:]
+        self._urgent = max(0, self._urgent - n)
+        self._chars -= size
         return batch
+
+
+@dataclass
+class _Request:
+    texts: list[str]
+    chars: int
+    future: asyncio.Future

@@ -138,7 +138,8 @@ class Passes:
         made = await asyncio.to_thread(self.assembler.assemble, native, fmt, turns, p, sourced.summary.text, region)
         if self.lengths.mode == "turns":  # a turn's count does not depend on its neighbours: count what changed
             costs = measured.costs
-            changed_counts = await self.counter.acount([text for _, text in made.changed])
+            # urgent: the rows behind this one wait for it to be written
+            changed_counts = await self.counter.acount([text for _, text in made.changed], urgent=True)
             kept = sum(costs[: p.start]) + sum(costs[p.end :]) - sum(costs[i] for i, _ in made.changed if i >= 0)
             tokens = kept + sum(changed_counts)
         else:  # the rendering's pieces the row had are counted already: count the pieces the edit made

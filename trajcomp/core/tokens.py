@@ -74,6 +74,7 @@ class TokenCounter:
         # Characters encoded so far, counted or with offsets: how much tokenizer work a run did, against
         # its rows' own text (the report's processing.tokenizer_chars; make bench prints the ratio).
         self.chars = 0
+        self._counted = [0, 0]  # characters counted (offsets aside) and their tokens, which likely_over averages
         self._chars_lock = threading.Lock()
         # count()'s large calls, one part per core at once (threads start on first use)
         self._threads = ThreadPoolExecutor(at_once, thread_name_prefix="trajcomp-count-large")
@@ -141,23 +142,34 @@ class TokenCounter:
     def _count(self, texts: list[str]) -> list[int]:
         # encode_batch_fast: the same tokens without character offsets, and encodings that free
         # quicker, under the GIL; len(e), not len(e.ids), which builds a Python list of every id.
-        self._tally(texts)
         encodings = self._backend.encode_batch_fast(texts, add_special_tokens=False)
-        return [len(e) for e in encodings]
+        counts = [len(e) for e in encodings]
+        self._tally(texts, sum(counts))
+        return counts
 
-    def _tally(self, texts: Sequence[str]) -> None:
+    def _tally(self, texts: Sequence[str], tokens: int | None = None) -> None:
         n = sum(map(len, texts))
         with self._chars_lock:
             self.chars += n
+            if tokens is not None:
+                self._counted[0] += n
+                self._counted[1] += tokens
 
-    async def acount(self, texts: Sequence[str]) -> list[int]:
-        """`count` off the event loop, in one call together with the other rows' requests meanwhile."""
-        return await self._coalesced.count(texts)
+    def likely_over(self, texts: Sequence[str], tokens: int) -> bool:
+        """Whether `texts` probably hold more than most of `tokens` tokens, by the characters a token the
+        texts counted so far averaged. A guess: it only says which counts to make first."""
+        chars, counted = self._counted
+        return counted > 0 and sum(map(len, texts)) * counted > LIKELY_OVER * tokens * chars
 
-    async def acount_once(self, texts: Sequence[str]) -> list[int]:
+    async def acount(self, texts: Sequence[str], urgent: bool = False) -> list[int]:
+        """`count` off the event loop, in one call together with the other rows' requests meanwhile;
+        `urgent` ones first (batching.py)."""
+        return await self._coalesced.count(texts, urgent)
+
+    async def acount_once(self, texts: Sequence[str], urgent: bool = False) -> list[int]:
         """`acount` of texts that will not come again (a row's whole rendering): not kept in the count
         cache, where they would push out the texts that do (a shared prompt, a file read again)."""
-        return await self._coalesced_unkept.count(texts)
+        return await self._coalesced_unkept.count(texts, urgent)
 
 
 def _calls_on_one_thread() -> None:
@@ -196,12 +208,18 @@ class TurnLengths:
 
     async def ameasure(self, texts: Sequence[str], messages: Sequence[dict[str, Any]], costs_above: int | None) -> Measured:
         """`measure` off the event loop, counted together with the other rows in flight."""
-        counts = await self.counter.acount(texts)
+        urgent = bool(costs_above) and self.counter.likely_over(texts, costs_above)
+        counts = await self.counter.acount(texts, urgent)
         return Measured(sum(counts), counts)
 
     def turn_markup(self, chat_role: str) -> int:
         return 0  # bare values: a turn costs its text and nothing more
 
+
+# A row whose characters hold this share of its target's tokens, at the characters a token counted so far,
+# is counted before the others waiting: most such rows are over it, and the sooner their summaries are asked
+# for, the less a run's end waits for them.
+LIKELY_OVER = 0.9
 
 # Only where a chat_template row goes first (a count, or an encoding with offsets): far more characters a
 # token than any tokenizer's text averages, so a rendering longer than this many a token of the target is
@@ -253,8 +271,11 @@ class TemplateLengths:
         if not messages:
             return Measured(0, [])
         text = await asyncio.to_thread(self.counter.render, messages)
-        surely_over = costs_above is not None and len(text) > costs_above * CHARS_A_TOKEN_AT_MOST
-        if not surely_over:
+        # A row likely over goes straight to the encoding with offsets it will need: counted first, it
+        # would be encoded twice (~15% of a pass-through run's tokenizer input at a p90 target).
+        over = costs_above is not None and (len(text) > costs_above * CHARS_A_TOKEN_AT_MOST
+                                            or bool(costs_above) and self.counter.likely_over([text], costs_above))
+        if not over:
             (total,) = await self.counter.acount_once([text])
             if costs_above is None or total <= costs_above:
                 return Measured(total)
