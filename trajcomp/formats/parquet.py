@@ -53,7 +53,10 @@ import pyarrow.parquet as pq
 from .arrow_rows import METRICS, batch_rows, conform, to_table, unify
 from .base import AtomicFile, BufferedPart, Format, Record
 
-BATCH_SIZE = 1024  # rows per batch read (trajectories can be large: keep batches modest)
+# Rows per batch read: a batch is made Python values before its first row goes on, so a small one lets the
+# counting start at once (1024 rows of 43 KB kept the tokenizer waiting ~0.25 s), and reading is no slower
+# (600 such rows: 0.10 s in batches of 64, 0.25 s in one of 1024).
+BATCH_SIZE = 64
 COMPRESSION = "snappy"  # pyarrow's default, readable everywhere
 
 def _open(path: Path) -> pq.ParquetFile:
