@@ -180,6 +180,32 @@ def test_the_last_requests_are_shared_among_the_counting_threads(counter):
     assert len(chars) > 2  # then each a share of what is left, not all of it
 
 
+def test_a_lone_request_takes_a_free_thread_while_another_call_runs(counter):
+    """A summarized row's last count, alone in the queue while a long call runs: counted at once on
+    the other thread, not after that call."""
+    release = threading.Event()
+
+    def count(texts):
+        if texts == ["the long call"]:
+            release.wait(HANG_SECONDS)
+        return counter.count(texts)
+
+    coalescing = CoalescingCounter(count, at_once=2)
+
+    async def run():
+        long = asyncio.ensure_future(coalescing.count(["the long call"]))
+        await asyncio.sleep(0.05)
+        try:
+            lone = await asyncio.wait_for(coalescing.count(["alone"], urgent=True), 10)
+            done_first = not long.done()
+        finally:
+            release.set()
+        return lone, done_first, await long
+
+    lone, done_first, _ = asyncio.run(run())
+    assert lone == counter.count(["alone"]) and done_first
+
+
 def test_a_cancelled_row_leaves_the_others_theirs(counter):
     recorded = Recorded(counter)
     coalescing = CoalescingCounter(recorded)

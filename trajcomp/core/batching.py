@@ -96,12 +96,12 @@ class _Queue:
         else:
             self._waiting.append(request)
         self._chars += request.chars
-        self._start_drainers()
+        self._start_drainer()
         return await request.future
 
-    def _start_drainers(self) -> None:
-        """A drainer for every share of the waiting texts, up to `at_once` at a time."""
-        while self._waiting and self._draining < min(self._at_once, len(self._waiting)):
+    def _start_drainer(self) -> None:
+        """Another drainer while texts wait, up to `at_once` at a time (one finding nothing left just ends)."""
+        if self._waiting and self._draining < self._at_once:
             self._draining += 1
             drainer = asyncio.get_running_loop().create_task(self._drain())
             self._tasks.add(drainer)
@@ -112,7 +112,7 @@ class _Queue:
         try:
             while self._waiting:
                 batch = self._take()
-                self._start_drainers()  # what this call left waiting has a thread of its own, if one is free
+                self._start_drainer()  # what this call left waiting goes to a free thread, if there is one
                 texts = [text for request in batch for text in request.texts]
                 try:
                     counts = await asyncio.get_running_loop().run_in_executor(self._threads, self._count, texts)
