@@ -38,44 +38,21 @@ class CountCache:
         self.max_text = max_bytes // 8
         self.bytes = 0  # what the texts held cost, by `cost`
         self._counts: OrderedDict[str, int] = OrderedDict()
-        self._pending: dict[str, threading.Event] = {}  # texts a call is counting now, and its event when done
         self._lock = threading.Lock()
 
     def counts(self, texts: Sequence[str], count: Callable[[list[str]], list[int]]) -> list[int]:
-        """The counts of `texts`: from the cache, else from one `count` call over the distinct others. A
-        text another thread is counting meanwhile is awaited, not counted again (the first rows of a run
-        all open with the shared prompt, and their calls go to every core at once)."""
-        mine = threading.Event()
+        """The counts of `texts`: from the cache, else from one `count` call over the distinct others."""
         with self._lock:
             found = [self._get(text) for text in texts]
-            # a text twice in one call is counted once too
-            missing = dict.fromkeys(text for text, n in zip(texts, found) if n is None)
-            theirs = {text: self._pending[text] for text in missing if text in self._pending}
-            for text in missing.keys() - theirs.keys():
-                self._pending[text] = mine
-        new = self._count_mine([text for text in missing if text not in theirs], count, mine)
-        for event in set(theirs.values()):
-            event.wait()
+        # a text twice in one call is counted once too
+        missing = list(dict.fromkeys(text for text, n in zip(texts, found) if n is None))
+        if not missing:
+            return found  # type: ignore[return-value]
+        new = dict(zip(missing, count(missing)))
         with self._lock:
-            late = {text: self._get(text) for text in theirs}
-        # not kept after all (too long for the cache, or their call failed): counted here
-        new.update(late)
-        left = [text for text, n in late.items() if n is None]
-        new.update(zip(left, count(left)) if left else ())
+            for text, n in new.items():
+                self._put(text, n)
         return [new[text] if n is None else n for text, n in zip(texts, found)]
-
-    def _count_mine(self, texts: list[str], count: Callable[[list[str]], list[int]], mine: threading.Event) -> dict[str, int]:
-        try:
-            new = dict(zip(texts, count(texts))) if texts else {}
-            with self._lock:
-                for text, n in new.items():
-                    self._put(text, n)
-            return new
-        finally:
-            with self._lock:
-                for text in texts:
-                    del self._pending[text]
-            mine.set()
 
     def _get(self, text: str) -> int | None:
         n = self._counts.get(text)

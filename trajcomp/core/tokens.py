@@ -166,10 +166,10 @@ class TokenCounter:
         `urgent` ones first (batching.py)."""
         return await self._coalesced.count(texts, urgent)
 
-    async def acount_once(self, texts: Sequence[str], urgent: bool = False) -> list[int]:
+    async def acount_once(self, texts: Sequence[str]) -> list[int]:
         """`acount` of texts that will not come again (a row's whole rendering): not kept in the count
         cache, where they would push out the texts that do (a shared prompt, a file read again)."""
-        return await self._coalesced_unkept.count(texts, urgent)
+        return await self._coalesced_unkept.count(texts)
 
 
 def _calls_on_one_thread() -> None:
