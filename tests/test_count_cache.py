@@ -90,4 +90,3 @@ def test_the_cache_keeps_the_recently_used_within_its_stated_memory(sizes):
     asked = []
     cache.counts([shared, "text 0 " + "x" * sizes[0]], lambda texts: asked.extend(texts) or [0] * len(texts))
     assert asked == ["text 0 " + "x" * sizes[0]]  # the oldest went out; the text in use all along stayed
-

@@ -229,6 +229,7 @@ def test_a_rendering_likely_over_its_target_is_encoded_once_with_its_offsets(tem
     for m in messages[1:]:
         rendering = counter.render(m)
         truth = len(counter.encode([rendering])[0])
+        assert counter.likely_over([rendering], truth - 1)  # what the test is about: a row guessed over
         for target, costs in ((truth - 1, True), (2 * truth, False)):  # over, and far under
             before = counter.chars
             measured = asyncio.run(lengths.ameasure([], m, target))

@@ -100,7 +100,8 @@ class _Queue:
         return await request.future
 
     def _start_drainer(self) -> None:
-        """Another drainer while texts wait, up to `at_once` at a time (one finding nothing left just ends)."""
+        """Another drainer for a new request, up to `at_once` at a time. A drainer ends only when nothing
+        waits, so every request waiting has one to take it, even when a take leaves some behind."""
         if self._waiting and self._draining < self._at_once:
             self._draining += 1
             drainer = asyncio.get_running_loop().create_task(self._drain())
@@ -112,7 +113,6 @@ class _Queue:
         try:
             while self._waiting:
                 batch = self._take()
-                self._start_drainer()  # what this call left waiting goes to a free thread, if there is one
                 texts = [text for request in batch for text in request.texts]
                 try:
                     counts = await asyncio.get_running_loop().run_in_executor(self._threads, self._count, texts)
@@ -161,7 +161,7 @@ class _Queue:
         return batch
 
 
-@dataclass
+@dataclass(slots=True)
 class _Request:
     texts: list[str]
     chars: int

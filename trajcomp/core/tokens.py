@@ -44,6 +44,13 @@ class PortableCounter:
     info: TokenizerInfo
 
 
+# A row whose characters hold this share of its target's tokens, at the characters a token counted so far,
+# is likely over it: its count goes before the others waiting (the sooner its summary is asked for, the
+# less a run's end waits), and a chat_template rendering goes straight to the encoding with offsets that
+# a row over its target needs.
+LIKELY_OVER = 0.9
+
+
 class TokenCounter:
     """Counts tokens of texts without special tokens, in batched calls to the Rust backend."""
 
@@ -74,7 +81,7 @@ class TokenCounter:
         # Characters encoded so far, counted or with offsets: how much tokenizer work a run did, against
         # its rows' own text (the report's processing.tokenizer_chars; make bench prints the ratio).
         self.chars = 0
-        self._counted = [0, 0]  # characters counted (offsets aside) and their tokens, which likely_over averages
+        self._counted = (0, 0)  # characters encoded and their tokens, which likely_over averages
         self._chars_lock = threading.Lock()
         # count()'s large calls, one part per core at once (threads start on first use)
         self._threads = ThreadPoolExecutor(at_once, thread_name_prefix="trajcomp-count-large")
@@ -125,8 +132,9 @@ class TokenCounter:
         """Encodings (ids and character offsets) of `texts`, no special tokens added, in one batched call."""
         if not texts:
             return []
-        self._tally(texts)
-        return self._backend.encode_batch(list(texts), add_special_tokens=False)
+        encodings = self._backend.encode_batch(list(texts), add_special_tokens=False)
+        self._tally(texts, sum(map(len, encodings)))
+        return encodings
 
     def count(self, texts: Sequence[str]) -> list[int]:
         """Token counts of `texts`: those counted before from the cache, the others in one batched call,
@@ -147,17 +155,17 @@ class TokenCounter:
         self._tally(texts, sum(counts))
         return counts
 
-    def _tally(self, texts: Sequence[str], tokens: int | None = None) -> None:
+    def _tally(self, texts: Sequence[str], tokens: int) -> None:
         n = sum(map(len, texts))
         with self._chars_lock:
             self.chars += n
-            if tokens is not None:
-                self._counted[0] += n
-                self._counted[1] += tokens
+            chars, counted = self._counted
+            self._counted = (chars + n, counted + tokens)  # one tuple: read whole, without the lock
 
     def likely_over(self, texts: Sequence[str], tokens: int) -> bool:
         """Whether `texts` probably hold LIKELY_OVER of `tokens` tokens or more, at the characters a token
-        the texts counted so far averaged. A guess: it decides what is counted first, never a count."""
+        the texts encoded so far averaged. A guess: it decides what is counted first, and whether a
+        chat_template rendering goes straight to its offsets; never a count."""
         chars, counted = self._counted
         return counted > 0 and sum(map(len, texts)) * counted > LIKELY_OVER * tokens * chars
 
@@ -215,11 +223,6 @@ class TurnLengths:
     def turn_markup(self, chat_role: str) -> int:
         return 0  # bare values: a turn costs its text and nothing more
 
-
-# A row whose characters hold this share of its target's tokens, at the characters a token counted so far,
-# is counted before the others waiting: most such rows are over it, and the sooner their summaries are asked
-# for, the less a run's end waits for them.
-LIKELY_OVER = 0.9
 
 # Only where a chat_template row goes first (a count, or an encoding with offsets): far more characters a
 # token than any tokenizer's text averages, so a rendering longer than this many a token of the target is
