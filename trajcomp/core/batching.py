@@ -148,11 +148,12 @@ class _Queue:
 
     def _take(self) -> list[_Request]:
         """The first requests waiting, up to a share of them all: MAX_CHARS characters, or fewer so that
-        every counting thread gets some of the last ones (a lone call at a run's end leaves cores idle)."""
+        every counting thread gets some of the last ones (a lone call at a run's end leaves cores idle).
+        Urgent ones go without the others: a call of ~1 MiB takes ~0.3 s, which a summary would wait."""
         share = min(MAX_CHARS, max(MIN_SHARE, -(-self._chars // self._at_once)))
         size, n = 0, 0
         for request in self._waiting:
-            if n and size + request.chars > share:
+            if n and (size + request.chars > share or n == self._urgent):
                 break
             size, n = size + request.chars, n + 1
         batch, self._waiting = self._waiting[:n], self._waiting[n:]
