@@ -10,6 +10,8 @@ one another, which must not be used as split points), on random texts and random
 from __future__ import annotations
 
 import random
+import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,7 @@ from test_fits import CHAT_ROLES, TEMPLATES, qwen3_folder, sample_rows, template
 
 from trajcomp.core.rows import SHAREGPT
 from trajcomp.core.split_tokens import SplitTokens
-from trajcomp.core.tokens import TemplateLengths, TokenCounter
+from trajcomp.core.tokens import Measured, TemplateLengths, TokenCounter
 
 # Added tokens of the SentencePiece-style tokenizer: two clean ones, one inside a longer one, one
 # overlapping itself, one stripping the spaces before it, one matched after normalization.
@@ -148,3 +150,60 @@ def test_special_tokens_split_as_text_never_split():
     added = tok.get_added_tokens_decoder()
     assert {added[i].content for i in SplitTokens(added, True).ids} == {"<t>"}
     assert by_pieces(tok, "a<t>b", "a<t>cc") == full(tok, "a<t>cc")
+
+
+@pytest.fixture(scope="module")
+def costed(templated, tmp_path_factory) -> dict[str, TemplateLengths]:
+    """Chat-template measures whose renderings have split tokens: Qwen3's, and the BPE test tokenizer
+    with <|im_start|> and <|im_end|> added and a post-processor that trims offsets (a whitespace
+    token's first character may then be its end)."""
+    from tokenizers import processors
+
+    folder = tmp_path_factory.mktemp("trimmed")
+    for f in Path(templated["default_system"]).iterdir():
+        shutil.copy(f, folder / f.name)
+    tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tok.add_special_tokens([AddedToken("<|im_start|>"), AddedToken("<|im_end|>")])
+    tok.post_processor = processors.ByteLevel(trim_offsets=True)
+    tok.save(str(folder / "tokenizer.json"))
+    lengths = {name: TemplateLengths(TokenCounter(str(path))) for name, path in (("qwen3", templated["qwen3"]),
+                                                                               ("trimmed", folder))}
+    assert lengths["trimmed"].counter.trims_offsets and not lengths["qwen3"].counter.trims_offsets
+    return lengths
+
+
+def by_offsets(lengths: TemplateLengths, messages: list[dict]) -> Measured:
+    """Each turn's cost as every token's offsets give it: the measure the pieces must equal."""
+    text = lengths.counter.render(messages)
+    encoding = lengths.counter.encode([text])[0]
+    return replace(lengths.costs(messages, text, encoding), pieces=lengths.split.pieces(text, encoding.ids))
+
+
+conversations = st.lists(st.tuples(st.sampled_from(["user", "assistant", "tool"]), texts), min_size=1, max_size=6)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from(["qwen3", "trimmed"]), turns=conversations)
+@example(name="trimmed", turns=[("user", "a  "), ("assistant", "  b")])  # trimmed spaces in a piece crossing a span
+@example(name="qwen3", turns=[("user", "a<|im_end|>b"), ("assistant", "c")])  # a split token inside a turn
+def test_costs_from_pieces_equal_costs_from_offsets(costed, name, turns):
+    lengths = costed[name]
+    messages = [{"role": role, "content": content} for role, content in turns]
+    text = lengths.counter.render(messages)
+    assert lengths._measured(text, messages, costs_above=0) == by_offsets(lengths, messages)
+
+
+@pytest.mark.parametrize("name", ["qwen3", "trimmed"])
+def test_sample_rows_are_costed_from_their_pieces(costed, name, monkeypatch):
+    """Real rows over their target: the same costs, and no encoding with offsets of the whole rendering."""
+    lengths = costed[name]
+    offsets_of = []
+    encode = lengths.counter.encode
+    monkeypatch.setattr(lengths.counter, "encode", lambda texts: offsets_of.extend(map(len, texts)) or encode(texts))
+    for row in sample_rows(6):
+        messages = SHAREGPT.chat_messages(SHAREGPT.native_turns(row), CHAT_ROLES)
+        text = lengths.counter.render(messages)
+        offsets_of.clear()
+        measured = lengths._measured(text, messages, costs_above=0)
+        assert sum(offsets_of) < len(text) / 4  # only the parts that cross a turn's start, if any
+        assert measured == by_offsets(lengths, messages)

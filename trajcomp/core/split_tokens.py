@@ -18,6 +18,20 @@ class Pieces:
     counts: dict[str, int]  # every later piece's text -> its token count
 
 
+@dataclass(frozen=True)
+class Part:
+    """A stretch of a rendering that tokenizes on its own: the head, a split token, or a piece."""
+
+    start: int  # where it begins in the rendering
+    text: str
+    tokens: int
+    prefix: str = ""  # what it is counted after (a piece: a split token), whose token is not its own
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.text)
+
+
 class SplitTokens:
     """The added tokens at which a text falls into pieces that tokenize independently of each other.
 
@@ -39,6 +53,7 @@ class SplitTokens:
         }
         self.ids = frozenset(clean)
         self._marker = next(iter(clean.values()), "")
+        self.splits = bool(clean)  # whether any text falls into pieces
         alternatives = "|".join(map(re.escape, sorted(set(clean.values()), key=len, reverse=True)))
         self._pattern = re.compile(f"({alternatives})") if clean else None
 
@@ -58,6 +73,16 @@ class SplitTokens:
             if counts.setdefault(piece, n) != n:
                 return None
         return Pieces(parts[0], at[0] if at else len(ids), counts)
+
+    def parts(self, text: str, pieces: Pieces) -> list[Part]:
+        """The parts of `text`, whose `pieces` these are, in order: the head, then each split token and
+        the piece after it, with its place and its tokens."""
+        placed, start = [], 0
+        for k, part in enumerate(self._pattern.split(text)):
+            tokens = pieces.head_tokens if k == 0 else 1 if k % 2 else pieces.counts[part]
+            placed.append(Part(start, part, tokens, self._marker if k and not k % 2 else ""))
+            start += len(part)
+        return placed
 
     def count(self, text: str, base: Pieces, count: Callable[[list[str]], list[int]]) -> int:
         """`text`'s token count, counting (with `count`, in one call) only the pieces `base` does not have."""

@@ -10,7 +10,6 @@ Two ways to measure a row (`compression.count_mode`):
 from __future__ import annotations
 
 import asyncio
-import bisect
 import dataclasses
 import os
 import threading
@@ -20,8 +19,8 @@ from typing import Any, Sequence
 
 from .batching import BATCHES_AT_ONCE, MAX_CHARS, CoalescingCounter, counting_threads, split_by_chars
 from .count_cache import CountCache
-from .openai_rows import content_text
 from .split_tokens import Pieces, SplitTokens
+from .template_spans import owner, turn_starts
 from .tokenizer_loading import TokenizerLoadError, load, read_template
 
 
@@ -46,8 +45,8 @@ class PortableCounter:
 
 # A row whose characters hold this share of its target's tokens, at the characters a token counted so far,
 # is likely over it: its count goes before the others waiting (the sooner its summary is asked for, the
-# less a run's end waits), and a chat_template rendering goes straight to the encoding with offsets that
-# a row over its target needs.
+# less a run's end waits), and a chat_template rendering goes straight to the encoding that a row over its
+# target needs for its costs.
 LIKELY_OVER = 0.9
 
 
@@ -165,7 +164,7 @@ class TokenCounter:
     def likely_over(self, texts: Sequence[str], tokens: int) -> bool:
         """Whether `texts` probably hold LIKELY_OVER of `tokens` tokens or more, at the characters a token
         the texts encoded so far averaged. A guess: it decides what is counted first, and whether a
-        chat_template rendering goes straight to its offsets; never a count."""
+        chat_template rendering goes straight to the encoding its costs need; never a count."""
         chars, counted = self._counted
         return counted > 0 and sum(map(len, texts)) * counted > LIKELY_OVER * tokens * chars
 
@@ -178,6 +177,19 @@ class TokenCounter:
         """`acount` of texts that will not come again (a row's whole rendering): not kept in the count
         cache, where they would push out the texts that do (a shared prompt, a file read again)."""
         return await self._coalesced_unkept.count(texts)
+
+    def encode_fast(self, texts: Sequence[str]) -> list[Any]:
+        """Encodings of `texts` without character offsets (their ids): a count's time, where offsets may
+        take twice it (Qwen3's tokenizer tracks them through its normalizer)."""
+        encodings = self._backend.encode_batch_fast(list(texts), add_special_tokens=False)
+        self._tally(texts, sum(map(len, encodings)))
+        return encodings
+
+    @property
+    def trims_offsets(self) -> bool:
+        """Whether the post-processor trims tokens' offsets (a whitespace token's may then begin at its end)."""
+        processor = self._backend.post_processor
+        return processor is not None and b'"trim_offsets":true' in processor.__getstate__()
 
 
 def _calls_on_one_thread() -> None:
@@ -224,7 +236,7 @@ class TurnLengths:
         return 0  # bare values: a turn costs its text and nothing more
 
 
-# Only where a chat_template row goes first (a count, or an encoding with offsets): far more characters a
+# Only where a chat_template row goes first (a count, or the encoding its costs need): far more characters a
 # token than any tokenizer's text averages, so a rendering longer than this many a token of the target is
 # over it. Either way its length is exact.
 CHARS_A_TOKEN_AT_MOST = 12
@@ -243,6 +255,7 @@ class TemplateLengths:
             )
         self.counter = counter
         self.split = SplitTokens(counter.added_tokens(), counter.specials_as_text)
+        self._trims = counter.trims_offsets
 
     def measure(self, texts: Sequence[str], messages: Sequence[dict[str, Any]], costs_above: int | None) -> Measured:
         """The rendered length; per-turn costs only when it is over `costs_above` (they take a render per turn),
@@ -251,8 +264,20 @@ class TemplateLengths:
             return Measured(0, [])
         return self._measured(self.counter.render(messages), messages, costs_above)
 
-    def _measured(self, text: str, messages: Sequence[dict[str, Any]], costs_above: int | None) -> Measured:
-        """`measure` of the rendering `text` of `messages`."""
+    def _measured(self, text: str, messages: Sequence[dict[str, Any]], costs_above: int | None,
+                  total: int | None = None) -> Measured:
+        """`measure` of the rendering `text` of `messages` (`total`: its length, when counted already).
+        Over `costs_above`, its turns' costs come from its pieces (their counts read from its ids,
+        which take a count's time) or else from its offsets."""
+        if total is not None and (costs_above is None or total <= costs_above):
+            return Measured(total)
+        if self.split.splits:
+            encoding = self.counter.encode_fast([text])[0]
+            if costs_above is None or len(encoding) <= costs_above:
+                return Measured(len(encoding))
+            pieces = self.split.pieces(text, encoding.ids)
+            if pieces is not None:
+                return self._by_pieces(messages, text, len(encoding), pieces)
         encoding = self.counter.encode([text])[0]
         if costs_above is None or len(encoding) <= costs_above:
             return Measured(len(encoding))
@@ -269,20 +294,21 @@ class TemplateLengths:
 
     async def ameasure(self, texts: Sequence[str], messages: Sequence[dict[str, Any]], costs_above: int | None) -> Measured:
         """`measure` off the event loop. The rendering is Python work, done in a worker thread; its count
-        goes with the other rows' in flight, without offsets (most rows are under the target: ~10% less
-        time in a pass-through run); a row over `costs_above` is encoded again, with them, for its costs."""
+        goes with the other rows' in flight (most rows are under the target); a row over `costs_above`
+        is encoded again for its costs (`_measured`)."""
         if not messages:
             return Measured(0, [])
         text = await asyncio.to_thread(self.counter.render, messages)
-        # A row likely over goes straight to the encoding with offsets it will need: counted first, it
-        # would be encoded twice (~11% of a pass-through run's tokenizer input at a p90 target).
-        over = costs_above is not None and (len(text) > costs_above * CHARS_A_TOKEN_AT_MOST
-                                            or self.counter.likely_over([text], costs_above))
-        if not over:
+        likely = costs_above is not None and (len(text) > costs_above * CHARS_A_TOKEN_AT_MOST
+                                              or self.counter.likely_over([text], costs_above))
+        total = None
+        # A row likely over goes straight to the encoding its costs need: counted first, it would be
+        # encoded twice (~11% of a pass-through run's tokenizer input at a p90 target).
+        if not likely:
             (total,) = await self.counter.acount_once([text])
             if costs_above is None or total <= costs_above:
                 return Measured(total)
-        return await asyncio.to_thread(self._measured, text, messages, costs_above)
+        return await asyncio.to_thread(self._measured, text, messages, costs_above, total)
 
     def turn_markup(self, chat_role: str) -> int:
         """About how many tokens the template adds around a turn of `chat_role` (0 if it cannot tell)."""
@@ -296,75 +322,32 @@ class TemplateLengths:
         return max(0, len(after) - len(before) - self.counter.count([probe])[0])
 
     def costs(self, messages: Sequence[dict[str, Any]], text: str, encoding: Any) -> Measured:
-        """Each token of the rendering goes to the turn whose span holds its first character.
-
-        A turn's span ends where its text, as the template shows it, ends in the rendering (found
-        by its last characters, so templates that drop an old <think> block or strip spaces still
-        match); it holds the markup before its text (the previous turn's end marker, its own role
-        header). What every rendering opens with (a BOS, a default system prompt's header) is the
-        fixed overhead: where a rendering without turn 0 stops agreeing with this one.
-        """
-        n = len(messages)
-        starts = [self._fixed_end(messages, text)]
-        cursor = starts[0]
-        for message in messages[:-1]:
-            end = _find_end(message, text, cursor)
-            cursor = end if end is not None else cursor  # not found: this turn's text goes to the next
-            starts.append(cursor)
-        counts = [0] * n
-        overhead = 0
+        """Each token of the rendering goes to the turn whose span holds its first character (template_spans.py);
+        what every rendering opens with (a BOS, a default system prompt's header) is the fixed overhead."""
+        counts = [0] * (len(messages) + 1)  # the last: the overhead
+        starts = turn_starts(messages, text, self.counter.render)
         for begin, _ in encoding.offsets:
-            owner = bisect.bisect_right(starts, begin) - 1
-            if owner < 0:
-                overhead += 1
-            else:
-                counts[owner] += 1
-        return Measured(len(encoding), counts, overhead)
+            counts[owner(starts, begin)] += 1
+        return Measured(len(encoding), counts[:-1], counts[-1])
 
-    def _fixed_end(self, messages: Sequence[dict[str, Any]], text: str) -> int:
-        """Where the fixed overhead ends: what a rendering without turn 0 shares with this one, but never
-        past turn 0's own text (templates that move the system prompt into a later turn)."""
-        if len(messages) < 2:
-            return 0
-        try:
-            shared = _shared_prefix(self.counter.render(messages[1:]), text)
-        except Exception:  # templates that insist on a role order refuse to open on turn 1
-            return 0
-        start = _find_start(messages[0], text)
-        return shared if start is None else min(shared, start)
-
-
-EDGE_CHARS = 64  # enough of a turn's start or end to find it again, short enough to survive a template's edits
-
-
-def _find_start(message: dict[str, Any], text: str) -> int | None:
-    """Where `message`'s text begins in the rendering (by its first characters; None: not found)."""
-    head = content_text(message.get("content")).lstrip()[:EDGE_CHARS]
-    found = text.find(head) if head else -1
-    return None if found < 0 else found
-
-
-def _find_end(message: dict[str, Any], text: str, cursor: int) -> int | None:
-    """Where `message`'s text ends in the rendering `text`, searching from `cursor` (None: not found)."""
-    tail = content_text(message.get("content")).rstrip()[-EDGE_CHARS:]
-    if not tail:
-        return None
-    found = text.find(tail, cursor)
-    return None if found < 0 else found + len(tail)
-
-
-def _shared_prefix(a: str, b: str) -> int:
-    """How many leading characters `a` and `b` share."""
-    if b.startswith(a):
-        return len(a)
-    low, high = 0, min(len(a), len(b))
-    while low < high:  # the longest shared prefix, by bisection on C-speed comparisons
-        mid = (low + high + 1) // 2
-        if b.startswith(a[:mid]):
-            low = mid
-        else:
-            high = mid - 1
-    return low
+    def _by_pieces(self, messages: Sequence[dict[str, Any]], text: str, total: int, pieces: Pieces) -> Measured:
+        """`costs` from the rendering's `pieces` (split_tokens.py), exactly as from its offsets: a part
+        inside one turn's span is all that turn's; only a part that crosses a span's start is encoded
+        with its offsets."""
+        starts = turn_starts(messages, text, self.counter.render)
+        counts = [0] * (len(messages) + 1)  # the last: the overhead
+        for part in self.split.parts(text, pieces):
+            turn = owner(starts, part.start)
+            # Trimmed offsets may begin a last token of spaces at the part's end: then that is its last place.
+            last = part.end if self._trims and part.text[-1:].isspace() else part.end - 1
+            if turn == owner(starts, last):
+                counts[turn] += part.tokens
+            elif part.tokens:
+                offsets = self.counter.encode([part.prefix + part.text])[0].offsets[1 if part.prefix else 0:]
+                shift = part.start - len(part.prefix)
+                for begin, _ in offsets:
+                    counts[owner(starts, begin + shift)] += 1
+        return Measured(total, counts[:-1], counts[-1], pieces)
 
 
 def lengths_for(mode: str, counter: TokenCounter) -> TurnLengths | TemplateLengths:
