@@ -9,6 +9,7 @@ one another, which must not be used as split points), on random texts and random
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 from dataclasses import replace
@@ -152,20 +153,27 @@ def test_special_tokens_split_as_text_never_split():
     assert by_pieces(tok, "a<t>b", "a<t>cc") == full(tok, "a<t>cc")
 
 
+# Phi-4's layout: a turn's text right after a split token, where a prefix space goes
+PHI4 = "{% for m in messages %}<|im_start|>{{ m['role'] }}<|im_sep|>{{ m['content'] }}<|im_end|>{% endfor %}"
+
+
 @pytest.fixture(scope="module")
 def costed(templated, tmp_path_factory) -> dict[str, TemplateLengths]:
     """Chat-template measures whose renderings have split tokens: Qwen3's, and the BPE test tokenizer
-    with <|im_start|> and <|im_end|> added and a post-processor that trims offsets (a whitespace
-    token's first character may then be its end)."""
+    with Phi-4's template and added tokens, a prefix space and a post-processor that trims offsets
+    (a token's offsets may then begin after a space the text does not hold: at a piece's end)."""
     from tokenizers import processors
 
     folder = tmp_path_factory.mktemp("trimmed")
     for f in Path(templated["default_system"]).iterdir():
         shutil.copy(f, folder / f.name)
     tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
-    tok.add_special_tokens([AddedToken("<|im_start|>"), AddedToken("<|im_end|>")])
+    tok.add_special_tokens([AddedToken(t) for t in ("<|im_start|>", "<|im_end|>", "<|im_sep|>")])
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
     tok.post_processor = processors.ByteLevel(trim_offsets=True)
     tok.save(str(folder / "tokenizer.json"))
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    (folder / "tokenizer_config.json").write_text(json.dumps({**config, "chat_template": PHI4}))
     lengths = {name: TemplateLengths(TokenCounter(str(path))) for name, path in (("qwen3", templated["qwen3"]),
                                                                                ("trimmed", folder))}
     assert lengths["trimmed"].counter.trims_offsets and not lengths["qwen3"].counter.trims_offsets
@@ -184,7 +192,7 @@ conversations = st.lists(st.tuples(st.sampled_from(["user", "assistant", "tool"]
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(name=st.sampled_from(["qwen3", "trimmed"]), turns=conversations)
-@example(name="trimmed", turns=[("user", "a  "), ("assistant", "  b")])  # trimmed spaces in a piece crossing a span
+@example(name="trimmed", turns=[("user", "X"), ("assistant", "X")])  # " X" trimmed to begin at the next span
 @example(name="qwen3", turns=[("user", "a<|im_end|>b"), ("assistant", "c")])  # a split token inside a turn
 def test_costs_from_pieces_equal_costs_from_offsets(costed, name, turns):
     lengths = costed[name]
@@ -193,10 +201,9 @@ def test_costs_from_pieces_equal_costs_from_offsets(costed, name, turns):
     assert lengths._measured(text, messages, costs_above=0) == by_offsets(lengths, messages)
 
 
-@pytest.mark.parametrize("name", ["qwen3", "trimmed"])
-def test_sample_rows_are_costed_from_their_pieces(costed, name, monkeypatch):
+def test_sample_rows_are_costed_from_their_pieces(costed, monkeypatch):
     """Real rows over their target: the same costs, and no encoding with offsets of the whole rendering."""
-    lengths = costed[name]
+    lengths = costed["qwen3"]
     offsets_of = []
     encode = lengths.counter.encode
     monkeypatch.setattr(lengths.counter, "encode", lambda texts: offsets_of.extend(map(len, texts)) or encode(texts))
