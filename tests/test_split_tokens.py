@@ -5,6 +5,8 @@ changed (`tokens.SplitTokens`). The promise is exactness on any tokenizer: check
 tokenizers (Qwen3's, the byte-level BPE test tokenizer, and a SentencePiece-style one whose
 pre-tokenizer treats a text's opening specially, with added tokens that strip spaces or contain
 one another, which must not be used as split points), on random texts and random edits.
+A row over its target is split into per-turn costs from the same pieces: those costs must be the
+ones every token's offsets give (the end of this file).
 """
 
 from __future__ import annotations
