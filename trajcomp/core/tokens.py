@@ -77,10 +77,7 @@ class TokenCounter:
         threads = counting_threads(at_once)
         self._coalesced = CoalescingCounter(self.count, at_once, threads)
         self._coalesced_unkept = CoalescingCounter(self._count_new, at_once, threads)
-        # Characters encoded so far, counted or with offsets: how much tokenizer work a run did, against
-        # its rows' own text (the report's processing.tokenizer_chars; make bench prints the ratio).
-        self.chars = 0
-        self._counted = (0, 0)  # characters encoded and their tokens, which likely_over averages
+        self._counted = (0, 0)  # characters encoded and their tokens (`chars`, and likely_over's average)
         self._chars_lock = threading.Lock()
         # count()'s large calls, one part per core at once (threads start on first use)
         self._threads = ThreadPoolExecutor(at_once, thread_name_prefix="trajcomp-count-large")
@@ -147,19 +144,20 @@ class TokenCounter:
         return [n for counts in self._threads.map(self._count, parts) for n in counts]
 
     def _count(self, texts: list[str]) -> list[int]:
-        # encode_batch_fast: the same tokens without character offsets, and encodings that free
-        # quicker, under the GIL; len(e), not len(e.ids), which builds a Python list of every id.
-        encodings = self._backend.encode_batch_fast(texts, add_special_tokens=False)
-        counts = [len(e) for e in encodings]
-        self._tally(texts, sum(counts))
-        return counts
+        # len(e), not len(e.ids), which builds a Python list of every id
+        return [len(e) for e in self.encode_fast(texts)]
 
     def _tally(self, texts: Sequence[str], tokens: int) -> None:
         n = sum(map(len, texts))
         with self._chars_lock:
-            self.chars += n
             chars, counted = self._counted
             self._counted = (chars + n, counted + tokens)  # one tuple: read whole, without the lock
+
+    @property
+    def chars(self) -> int:
+        """Characters encoded so far, counted or with offsets: how much tokenizer work a run did, against
+        its rows' own text (the report's processing.tokenizer_chars; make bench prints the ratio)."""
+        return self._counted[0]
 
     def likely_over(self, texts: Sequence[str], tokens: int) -> bool:
         """Whether `texts` probably hold LIKELY_OVER of `tokens` tokens or more, at the characters a token
@@ -179,8 +177,9 @@ class TokenCounter:
         return await self._coalesced_unkept.count(texts)
 
     def encode_fast(self, texts: Sequence[str]) -> list[Any]:
-        """Encodings of `texts` without character offsets (their ids): a count's time, where offsets may
-        take twice it (Qwen3's tokenizer tracks them through its normalizer)."""
+        """Encodings of `texts` without character offsets (their ids): the same tokens in a count's time,
+        where offsets may take twice it (Qwen3's tokenizer tracks them through its normalizer), and
+        encodings that free quicker."""
         encodings = self._backend.encode_batch_fast(list(texts), add_special_tokens=False)
         self._tally(texts, sum(map(len, encodings)))
         return encodings
