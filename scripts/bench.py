@@ -151,7 +151,7 @@ def encode_limits(folder: Path, flat: list[str]) -> tuple[Callable[[], Measureme
     encodings, which any counting has to do."""
     from tokenizers import Tokenizer
 
-    from trajcomp.core.batching import MAX_CHARS, split_by_chars
+    from trajcomp.core.batching import ENCODE_CHARS, split_by_chars
 
     tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
 
@@ -159,9 +159,9 @@ def encode_limits(folder: Path, flat: list[str]) -> tuple[Callable[[], Measureme
         with rust_threads(True):  # the call at its fastest: the Rust tokenizer's threads on every core
             return measure_call(lambda: [len(e) for e in tok.encode_batch(flat, add_special_tokens=False)])[0]
 
-    # A share of the texts per core, on its own thread, in calls of MAX_CHARS: one call over
-    # millions of tokens is slower (its encodings, ~100 bytes a token, are new memory to fault in).
-    shares = [split_by_chars(flat[i::CORES], MAX_CHARS) for i in range(CORES)]
+    # A share of the texts per core, on its own thread, in calls of ENCODE_CHARS as trajcomp's counting
+    # makes them: larger calls are slower (their encodings, ~100 bytes a token, outgrow the CPU's caches).
+    shares = [split_by_chars(flat[i::CORES], ENCODE_CHARS) for i in range(CORES)]
 
     def per_core():  # the tokenizer's best on this machine: every core busy, no Python between texts
         def share(calls):
@@ -513,7 +513,7 @@ def _render_limit(s: Setup, folder: Path) -> tuple[Callable[[], Measurement], li
     """A measurement of rendering every row and encoding the renderings on every core; the lengths."""
     from transformers import AutoTokenizer
 
-    from trajcomp.core.batching import MAX_CHARS, split_by_chars
+    from trajcomp.core.batching import ENCODE_CHARS, split_by_chars
     from trajcomp.core.config import DEFAULT_CHAT_ROLES
     from trajcomp.core.rows import adapter_for
 
@@ -523,7 +523,7 @@ def _render_limit(s: Setup, folder: Path) -> tuple[Callable[[], Measurement], li
 
     def run() -> list[int]:
         texts = [tok.apply_chat_template(m, tokenize=False) for m in messages]
-        shares = [split_by_chars(texts[i::CORES], MAX_CHARS) for i in range(CORES)]
+        shares = [split_by_chars(texts[i::CORES], ENCODE_CHARS) for i in range(CORES)]
 
         def share(calls):
             return [len(e) for part in calls for e in backend.encode_batch_fast(part, add_special_tokens=False)]

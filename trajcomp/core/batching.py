@@ -1,7 +1,7 @@
-"""Count the texts of many rows in one tokenizer call: the requests of the rows in flight are coalesced.
+"""Count the texts of many rows in one batch: the requests of the rows in flight are coalesced.
 
 A row asks for its turns' counts and awaits them. While a batch is counted on a counting thread,
-the requests that arrive meanwhile wait and go together into the next call: a batch grows with the
+the requests that arrive meanwhile wait and go together into the next batch: a batch grows with the
 number of rows in flight, without any timer, and a lone row is never kept waiting. One batch is
 counted per core at once (each call on one thread: see tokens.py), so the tokenizer keeps every core
 busy while the event loop resolves one batch's rows and reads the next ones; batches are capped so
@@ -26,10 +26,14 @@ def usable_cores() -> int:
 
 
 BATCHES_AT_ONCE = max(2, usable_cores())
-# Characters per tokenizer call: its encodings take ~100 bytes a token until counted, so up to 8
-# cores the calls at once hold ~70 MB (2 MiB of text); above that each call still holds ~5 agent
-# rows (256 KiB, ~9 MB), enough that its Python overhead stays small beside the Rust work.
+# Characters per batch a counting thread takes: up to 8 cores the batches at once hold 2 MiB of text;
+# above that each still holds ~5 agent rows (256 KiB), enough that its Python overhead stays small
+# beside the Rust work.
 MAX_CHARS = max(256 << 10, (2 << 20) // BATCHES_AT_ONCE)
+# Characters per tokenizer call within a batch: each call's encodings (~100 bytes a token, ~0.8 MB)
+# are counted and freed before the next, so they stay in the CPU's caches. Calls of 1 MiB (~25 MB of
+# encodings each) were measured ~12% slower on the bench's rows (docs/benchmarks_notes.md).
+ENCODE_CHARS = 32 << 10
 
 
 # The least a call takes when the waiting texts are shared among the counting threads: below it, a call's

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .batching import BATCHES_AT_ONCE, MAX_CHARS, CoalescingCounter, counting_threads, split_by_chars
+from .batching import BATCHES_AT_ONCE, ENCODE_CHARS, MAX_CHARS, CoalescingCounter, counting_threads, split_by_chars
 from .count_cache import CountCache
 from .split_tokens import Pieces, SplitTokens
 from .template_spans import owner, turn_starts
@@ -72,8 +72,8 @@ class TokenCounter:
         self._backend.no_padding()
         self._backend.no_truncation()
         self.info = info
-        # One call a batch; a lone row over MAX_CHARS split. Past the count cache or not, the same threads:
-        # at most `at_once` calls.
+        # A batch a counting thread (encoded in calls of ENCODE_CHARS); a lone row over MAX_CHARS split.
+        # Past the count cache or not, the same threads: at most `at_once` batches at once.
         threads = counting_threads(at_once)
         self._coalesced = CoalescingCounter(self.count, at_once, threads)
         self._coalesced_unkept = CoalescingCounter(self._count_new, at_once, threads)
@@ -145,7 +145,7 @@ class TokenCounter:
 
     def _count(self, texts: list[str]) -> list[int]:
         # len(e), not len(e.ids), which builds a Python list of every id
-        return [len(e) for e in self.encode_fast(texts)]
+        return [len(e) for part in split_by_chars(texts, ENCODE_CHARS) for e in self.encode_fast(part)]
 
     def _tally(self, texts: Sequence[str], tokens: int) -> None:
         n = sum(map(len, texts))
