@@ -293,7 +293,7 @@ def test_a_large_count_is_split_across_threads_in_order_and_each_text_keeps_its_
 
 def test_a_batch_is_encoded_in_calls_small_enough_to_stay_in_the_caches(counter):
     """A counting thread's batch (up to MAX_CHARS) goes to the tokenizer in calls of ENCODE_CHARS, each
-    call's encodings counted and freed before the next (calls of 1 MiB were measured ~12% slower)."""
+    call's encodings counted and freed before the next (calls of 1 MiB were measured 3-4% slower)."""
     fresh = TokenCounter(str(DEMO_TOKENIZER))  # an empty count cache: every text is encoded
     sizes = []
     encode_fast = fresh.encode_fast

@@ -32,7 +32,7 @@ BATCHES_AT_ONCE = max(2, usable_cores())
 MAX_CHARS = max(256 << 10, (2 << 20) // BATCHES_AT_ONCE)
 # Characters per tokenizer call within a batch: each call's encodings (~100 bytes a token, ~0.8 MB)
 # are counted and freed before the next, so they stay in the CPU's caches. Calls of 1 MiB (~25 MB of
-# encodings each) were measured ~12% slower on the bench's rows (docs/benchmarks_notes.md).
+# encodings each) were measured 3-4% slower for the tokenizer alone, 3-9% in runs (benchmarks_notes.md).
 ENCODE_CHARS = 32 << 10
 
 
