@@ -160,10 +160,10 @@ def encode_limits(folder: Path, flat: list[str]) -> tuple[Callable[[], Measureme
             return measure_call(lambda: [len(e) for e in tok.encode_batch(flat, add_special_tokens=False)])[0]
 
     # A share of the texts per core, on its own thread, in calls of ENCODE_CHARS as trajcomp's counting
-    # makes them: larger calls are slower (their encodings, ~100 bytes a token, outgrow the CPU's caches).
+    # makes them: calls of 1 MiB were measured slower (their ~25 MB of encodings; benchmarks_notes.md).
     shares = [split_by_chars(flat[i::CORES], ENCODE_CHARS) for i in range(CORES)]
 
-    def per_core():  # the tokenizer's best on this machine: every core busy, no Python between texts
+    def per_core():  # every core busy, no Python between texts, at trajcomp's call size
         def share(calls):
             return [len(e) for texts in calls for e in tok.encode_batch_fast(texts, add_special_tokens=False)]
 

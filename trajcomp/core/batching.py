@@ -3,7 +3,7 @@
 A row asks for its turns' counts and awaits them. While a batch is counted on a counting thread,
 the requests that arrive meanwhile wait and go together into the next batch: a batch grows with the
 number of rows in flight, without any timer, and a lone row is never kept waiting. One batch is
-counted per core at once (each call on one thread: see tokens.py), so the tokenizer keeps every core
+counted per core at once (each batch on one thread: see tokens.py), so the tokenizer keeps every core
 busy while the event loop resolves one batch's rows and reads the next ones; batches are capped so
 that the rows in flight make several.
 """
@@ -26,18 +26,21 @@ def usable_cores() -> int:
 
 
 BATCHES_AT_ONCE = max(2, usable_cores())
-# Characters per batch a counting thread takes: up to 8 cores the batches at once hold 2 MiB of text;
-# above that each still holds ~5 agent rows (256 KiB), enough that its Python overhead stays small
-# beside the Rust work.
+# Characters per batch a counting thread takes (and per part when count() shares a large call among the
+# threads): small enough that the rows in flight make several batches, one per thread, and that an
+# urgent row waits for little; up to 8 cores the batches at once hold 2 MiB of text, above that each
+# still ~5 agent rows (256 KiB), so that a batch's Python stays small beside the Rust work.
 MAX_CHARS = max(256 << 10, (2 << 20) // BATCHES_AT_ONCE)
-# Characters per tokenizer call within a batch: each call's encodings (~100 bytes a token, ~0.8 MB)
-# are counted and freed before the next, so they stay in the CPU's caches. Calls of 1 MiB (~25 MB of
-# encodings each) were measured 3-4% slower for the tokenizer alone, 3-9% in runs (benchmarks_notes.md).
+# Characters per tokenizer call within a batch: each call's encodings (~100 bytes a token, ~0.8 MB) are
+# counted and freed before the next (likely why it is faster: they stay in the CPU's caches; not measured).
+# Calls of 1 MiB (~25 MB of encodings) were 3-5% slower for the tokenizer alone on the bench's rows, and
+# up to 10% in runs; 8 KiB was no faster in the sweeps and makes four times the calls
+# (docs/benchmarks_notes.md).
 ENCODE_CHARS = 32 << 10
 
 
-# The least a call takes when the waiting texts are shared among the counting threads: below it, a call's
-# Python costs more than another thread's help saves.
+# The least a batch takes when the waiting texts are shared among the counting threads: below it, a
+# batch's Python costs more than another thread's help saves.
 MIN_SHARE = 64 << 10
 
 
@@ -68,7 +71,7 @@ class CoalescingCounter:
         self._queues: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Queue] = weakref.WeakKeyDictionary()
 
     async def count(self, texts: Sequence[str], urgent: bool = False) -> list[int]:
-        """The counts of `texts`; `urgent` ones go into the next call before the others waiting (a row
+        """The counts of `texts`; `urgent` ones go into the next batch before the others waiting (a row
         about to be summarized, or a summarized row's last count: the rows behind it wait on it)."""
         loop = asyncio.get_running_loop()
         queue = self._queues.get(loop)
@@ -152,8 +155,8 @@ class _Queue:
 
     def _take(self) -> list[_Request]:
         """The first requests waiting, up to a share of them all: MAX_CHARS characters, or fewer so that
-        every counting thread gets some of the last ones (a lone call at a run's end leaves cores idle).
-        Urgent ones go without the others: a call of ~1 MiB takes ~0.3 s, which a summary would wait."""
+        every counting thread gets some of the last ones (a lone batch at a run's end leaves cores idle).
+        Urgent ones go without the others: a batch of ~1 MiB takes ~0.3 s, which a summary would wait."""
         share = min(MAX_CHARS, max(MIN_SHARE, -(-self._chars // self._at_once)))
         size, n = 0, 0
         for request in self._waiting:

@@ -72,7 +72,7 @@ class TokenCounter:
         self._backend.no_padding()
         self._backend.no_truncation()
         self.info = info
-        # A batch a counting thread (encoded in calls of ENCODE_CHARS); a lone row over MAX_CHARS split.
+        # One batch per counting thread, encoded in calls of ENCODE_CHARS; a lone row over MAX_CHARS split.
         # Past the count cache or not, the same threads: at most `at_once` batches at once.
         threads = counting_threads(at_once)
         self._coalesced = CoalescingCounter(self.count, at_once, threads)
@@ -133,8 +133,8 @@ class TokenCounter:
         return encodings
 
     def count(self, texts: Sequence[str]) -> list[int]:
-        """Token counts of `texts`: those counted before from the cache, the others in one batched call,
-        or for many texts one per core at once."""
+        """Token counts of `texts`: those counted before from the cache, the others in one batch, or for
+        many texts a batch per core at once."""
         return self._cache.counts(texts, self._count_new)
 
     def _count_new(self, texts: list[str]) -> list[int]:
@@ -167,7 +167,7 @@ class TokenCounter:
         return counted > 0 and sum(map(len, texts)) * counted > LIKELY_OVER * tokens * chars
 
     async def acount(self, texts: Sequence[str], urgent: bool = False) -> list[int]:
-        """`count` off the event loop, in one call together with the other rows' requests meanwhile;
+        """`count` off the event loop, in one batch together with the other rows' requests meanwhile;
         `urgent` ones first (batching.py)."""
         return await self._coalesced.count(texts, urgent)
 
