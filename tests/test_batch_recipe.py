@@ -1,5 +1,5 @@
-"""What a new user meets first in batches: the README's recipe run exactly as written (its commands read
-from the README, only its placeholders put in), the wrong file given to `batch import`, `--batch`
+"""What a new user meets first in batches: the recipe of docs/summarizers.md run exactly as written (its commands
+read from that page, only its placeholders put in), the wrong file given to `batch import`, `--batch`
 with a summarizer that has nothing to batch, and a plain compress whose every summary is in the cache
 run with no endpoint listening. Every run is a real CLI subprocess; the recipe runs once per module."""
 from __future__ import annotations
@@ -23,13 +23,14 @@ ROWS = [row for i, row in enumerate(SAMPLE.read_text(encoding="utf-8").splitline
 N_OVER = 4
 DATA = "runs.jsonl"
 RECIPE = "**Batch files for any runner**"
-RUNNER = "python scripts/run_batch.py"  # what the README says runs the file where vLLM cannot
+RECIPE_PAGE = ROOT / "docs" / "summarizers.md"
+RUNNER = "python scripts/run_batch.py"  # what the page says runs the file where vLLM cannot
 
 
 def readme_recipe() -> tuple[list[list[str]], list[str]]:
-    """The README's recipe: its commands (a line ending in a backslash continued) and the runner its
+    """The page's recipe: its commands (a line ending in a backslash continued) and the runner its
     comments name for where vLLM cannot run, each as argv."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = RECIPE_PAGE.read_text(encoding="utf-8")
     block = text[text.index(RECIPE):]
     block = block[block.index("```sh\n") + len("```sh\n"):]
     block = block[:block.index("```")].replace("\\\n", " ")
@@ -45,7 +46,7 @@ def readme_recipe() -> tuple[list[list[str]], list[str]]:
 
 
 def placed(argv: list[str], runner: list[str], base_url: str) -> list[str]:
-    """A README command with only what the README tells the user to replace replaced: their tokenizer,
+    """A recipe command with only what the page tells the user to replace replaced: their tokenizer,
     vLLM by the runner it names (its URL the test server), and `trajcomp`/`python` as this venv's."""
     if argv[0] == "vllm":
         argv = [base_url if word == "URL" else word for word in runner]

@@ -1,6 +1,6 @@
 """The public API stays where users import it, whatever the packages behind it: the names, the
 installed entry points, and the README's Python examples run as written (the Ray one in test_ray.py,
-before its cluster starts: the Ray tests share the machine)."""
+before its cluster starts: the Ray tests share the machine), each the same as on the docs page that explains it."""
 
 from __future__ import annotations
 
@@ -86,6 +86,16 @@ def test_the_readme_has_its_three_examples():
     assert len(examples) == 3
     assert "TrajectoryCompressor(config)" in examples[0]
     assert "compress_dataset" in examples[1] and "trajcomp.ray.compress" in examples[2]
+
+
+# Each README example is also on its topic's page (moved there with its explanation): the same text, so
+# running the README's runs the page's too.
+EXAMPLE_PAGES = ["usage.md", "formats.md", "large-runs.md"]
+
+
+def test_the_readme_examples_are_their_pages_examples():
+    for example, page in zip(readme_examples(), EXAMPLE_PAGES, strict=True):
+        assert f"```python\n{example}```" in (ROOT / "docs" / page).read_text(), page
 
 
 def test_the_readme_library_example_runs(user_folder):
