@@ -1,4 +1,4 @@
-"""The summary checks over good summaries: how many a check would wrongly turn away (README "Summary checks").
+"""The summary checks over good summaries: how many a check would wrongly turn away (docs/summarizers.md, "Summary checks").
 
 Three sets, each judged against the request body trajcomp would send for it:
   extractive   the extractive summarizer's summaries of every row of data_samples/, prose and handoff

@@ -540,7 +540,7 @@ def test_a_cancel_is_never_swallowed():
 # --------------------------------------------------------------------------------------------
 
 # Calls in flight are a bound and are asserted; throughput is a speed and is measured by
-# scripts/bench_concurrency.py (figures in the README), never timed here.
+# scripts/bench_concurrency.py (figures in docs/measured.md), never timed here.
 
 def test_pipeline_keeps_concurrency_calls_in_flight_and_no_more(tmp_path, bpe_tokenizer):
     """The whole pipeline: 40 rows needing a summary, --concurrency 8.

@@ -118,7 +118,7 @@ def test_a_failed_summary_keeps_the_rows_stubs_with_on_failure_keep():
 
 
 def tool_outputs(row: dict, dialect: str) -> dict[int, tuple[str, str]]:
-    """Each tool turn's (tool, output JSON), read from the input as the README states the rule."""
+    """Each tool turn's (tool, output JSON), read from the input as docs/compression.md states the rule."""
     fmt = RowSchema(dialect="llamafactory" if dialect == "llamafactory" else "auto").adapter(row)
     native = fmt.native_turns(row)
     found = {}
@@ -136,7 +136,7 @@ def tool_outputs(row: dict, dialect: str) -> dict[int, tuple[str, str]]:
 
 
 def documented_order(row: dict, dialect: str, last_n: int = 4) -> tuple[list[int], set[int]]:
-    """The README's order: older copies of a later identical output of the same tool, oldest first, then
+    """docs/compression.md's order: older copies of a later identical output of the same tool, oldest first, then
     the other outputs, oldest first; outside the protected head (first turn of each role) and tail.
     And which of them are the older copies."""
     fmt = RowSchema(dialect="llamafactory" if dialect == "llamafactory" else "auto").adapter(row)

@@ -109,5 +109,5 @@ def test_datasets_writes_the_clis_rows(reference, tmp_path, hf_offline):  # noqa
     for row, want in zip(got, expected, strict=True):
         metrics, want_metrics = row.pop("compression"), want.pop("compression_metrics")
         assert row == want and metrics["status"] == want_metrics["status"]
-        assert "pruned_outputs" in want_metrics and "pruned_outputs" not in metrics  # the README: fixed type
+        assert "pruned_outputs" in want_metrics and "pruned_outputs" not in metrics  # docs/compression.md: fixed type
         assert "pruned_outputs" not in (row.get("compression_metrics") or {})

@@ -117,7 +117,7 @@ def _same_files(ray_out: Path, local_out: Path) -> None:
 
 
 def test_the_readme_example_runs_before_the_cluster_starts(user_folder):  # noqa: F811 (the fixture)
-    """The README's Ray example (its other examples: test_public_api.py), with a local Ray of its own."""
+    """The README's Ray example, also docs/large-runs.md's (its other examples: test_public_api.py), with a local Ray of its own."""
     rows = [json.loads(line) for line in (SAMPLES / "hermes_coding_runs.jsonl").open()][:4]
     (user_folder / "in").mkdir()
     pq.write_table(pa.Table.from_pylist(rows), user_folder / "in" / "part-0.parquet")

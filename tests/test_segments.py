@@ -202,7 +202,7 @@ def test_at_a_quarter_of_their_length_every_segment_fits_with_the_default_config
     samples = [json.loads(line) for name in ("hermes_coding_runs.jsonl", "hermes_research_runs.jsonl")
                for line in (SAMPLES / name).read_text(encoding="utf-8").splitlines()]
     rows = swe + [row for row in samples if fits_whole(row, mode, length(row, mode) // 4)]
-    assert len(rows) == len(swe) + 5  # the README says how many sample rows can fit whole
+    assert len(rows) == len(swe) + 5  # docs/compression.md says how many sample rows can fit whole
     for row in rows:
         target = length(row, mode) // 4
         cfg = CompressionConfig(tokenizer_name=COUNTER.name, segments=True, count_mode=mode, target_max_tokens=target)

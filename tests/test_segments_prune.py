@@ -80,7 +80,7 @@ def over_target(rows, mode: str, prune: bool) -> tuple[int, int, int]:
     return over, out, summaries
 
 
-# The README's figures: segments over the target at a quarter of the rows' length, without and with --prune.
+# docs/compression.md's figures: segments over the target at a quarter of the rows' length, without and with --prune.
 OVER = {("swe", "turns"): (25, 3), ("swe", "chat_template"): (25, 3),
         ("samples", "turns"): (282, 170)}
 
@@ -92,7 +92,7 @@ def rows_of(name: str) -> list[dict]:
             for line in (SAMPLES / file).read_text(encoding="utf-8").splitlines()]
 
 
-# The sample rows in chat_template mode (the README's 278 -> 167) are left out: they take minutes.
+# The sample rows in chat_template mode (the page's 278 -> 167) are left out: they take minutes.
 @pytest.mark.parametrize("name, mode", [("swe", "turns"), ("swe", "chat_template"), ("samples", "turns")])
 def test_at_a_quarter_of_their_length_stubs_fit_the_segments(name, mode):
     rows = rows_of(name)

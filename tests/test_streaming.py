@@ -1,7 +1,7 @@
 """Streaming: rows running and rows held in memory are bounded, whatever the size of the input.
 
 Those bounds are what keep peak memory flat; the memory itself is a measurement, made by
-scripts/bench_memory.py (figures in the README), not asserted here.
+scripts/bench_memory.py (figures in docs/measured.md), not asserted here.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ Prune = Annotated[bool, typer.Option(
 Segments = Annotated[bool, typer.Option(
     "--segments", help="Each row becomes one row per segment, as a live compactor would have cut it: every "
         "assistant turn trained in the one row where it is new, marked not trained where it is context "
-        "(compression.segments; see the README).",
+        "(compression.segments; see docs/compression.md).",
 )]
 Summarizer = Annotated[Optional[str], typer.Option(help="Summarizer: extractive (offline default) or openai.")]
 SummaryStyle = Annotated[Optional[str], typer.Option(

@@ -43,7 +43,7 @@ def show(
     """Show rows of a compressed output: metrics, turns with their tokens, the summary turn, the turns it replaced.
 
     Colours and a pager on a terminal, plain text otherwise. Output rows are paired with --input rows
-    by content, in order (see the README), whatever was rejected, sampled or sharded. Without --id,
+    by content, in order (see docs/reports.md), whatever was rejected, sampled or sharded. Without --id,
     --row or --status, the rows compression changed come first (--limit 1: a changed row, when any is).
 
     JSON keys (--json), one object per row:

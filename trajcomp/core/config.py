@@ -26,7 +26,7 @@ COUNT_MODES = ("turns", "chat_template")
 DEFAULT_CHAT_ROLES = {"system": "system", "human": "user", "gpt": "assistant", "tool": "tool"}
 INPUT_FORMATS = ("auto", "sharegpt", "openai")
 # The checks a model's answer must pass before it becomes a summary (summarizers/checks.py), in the
-# order they run, and the thresholds they start from (README "Summary checks" says how each was set).
+# order they run, and the thresholds they start from (docs/summarizers.md, "Summary checks", says how each was set).
 CHECK_NAMES = ("refusal", "repetition", "language", "too_little", "echo")
 DEFAULT_CHECK_THRESHOLDS = {
     "refusal_max_share": 0.5,  # of the answer's characters in sentences that refuse or apologize

@@ -1,6 +1,6 @@
 """The kinds of identifier (URLs, paths, UUIDs, hex ids, error names, numbers) and where they are in a text.
 
-Each kind is one regular expression; the README defines them. Each finder returns exactly the spans
+Each kind is one regular expression; docs/compression.md (Identifiers) defines them. Each finder returns exactly the spans
 of its pattern's `finditer`, only faster (see "Speed" below). `identifiers` uses them in order.
 """
 

@@ -2,7 +2,7 @@
 
 Models paraphrase identifiers away; these are the strings a continuing agent needs verbatim.
 `extract` finds them (most recent first), `retention` measures how many a summary kept, and
-`with_index` appends those a summary lacks, within its token budget. The README defines each kind.
+`with_index` appends those a summary lacks, within its token budget. docs/compression.md (Identifiers) defines each kind.
 """
 
 from __future__ import annotations

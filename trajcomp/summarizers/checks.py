@@ -38,7 +38,7 @@ LABELS = {"summary", "handoff", "handoff note", "context summary", "resumen", "r
 
 @dataclass(frozen=True)
 class Thresholds:
-    """Where each check draws its line (summarization.check_thresholds; README "Summary checks")."""
+    """Where each check draws its line (summarization.check_thresholds; docs/summarizers.md, "Summary checks")."""
 
     refusal_max_share: float
     duplicate_line_max_share: float
