@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test e2e bench clean chromium
+.PHONY: install demo test docs e2e bench clean chromium
 
 install: $(STAMP)
 
@@ -23,6 +23,11 @@ demo: install
 TEST_WORKERS ?= 3
 test: install chromium
 	$(BIN)/python -m pytest -q --tb=short -n $(TEST_WORKERS) --dist loadfile
+
+# The docs checked against the code: links and anchors of README.md and docs/*.md, every command's
+# options, every config key (tests/test_docs.py; the checks are tests/docs_check.py). No site is built.
+docs: install
+	$(BIN)/python -m pytest -q -n 0 tests/test_docs.py
 
 # Headless Chromium renders the HTML report pages in tests (Debian package `chromium`). Installed when
 # missing and apt-get can (root); otherwise the browser tests are skipped and say why.

@@ -168,17 +168,37 @@ def shell_commands(body: str) -> Iterator[str]:
             yield line
 
 
+def command_problems(docs: Docs, command_line: str) -> Iterator[str]:
+    """What is wrong with one `trajcomp ...` command as a page writes it: a subcommand that does not
+    exist, or a flag its command lacks (`--help` every command has)."""
+    words = command_line.split()[1:]
+    command = max((c for c in docs.commands if words[:len(c.split())] == c.split()), key=len)
+    rest = words[len(command.split()):]
+    if rest and re.fullmatch(r"[a-z][a-z-]*", rest[0]) and command in groups(docs):
+        yield f"`trajcomp {command} {rest[0]}`: no such command"
+    for flag in FLAG.findall(" ".join(words).replace("[", " ")):
+        if flag != "--help" and flag not in docs.commands[command] and flag not in docs.commands[""]:
+            yield f"`trajcomp {command}` has no option {flag}"
+
+
+def groups(docs: Docs) -> set[str]:
+    """The commands that hold subcommands (the root, `batch`): a word after one must be one of them."""
+    return {c.rpartition(" ")[0] for c in docs.commands if c}
+
+
 def check_examples(docs: Docs) -> Iterator[Problem]:
-    """Every flag of a `trajcomp` command in a shell block is an option of that command."""
+    """Every `trajcomp` command in a shell block or an inline code span names a command that exists,
+    and only options that command has."""
     for name, text in docs.pages.items():
         for number, body in code_blocks(text, "sh"):
             for command_line in shell_commands(body):
-                words = command_line.split()[1:]
-                command = max((c for c in docs.commands if words[:len(c.split())] == c.split()), key=len)
-                for flag in FLAG.findall(" ".join(words).replace("[", " ")):
-                    if flag not in docs.commands[command] and flag not in docs.commands[""]:
-                        yield Problem(name, number, f"example `{command_line[:60]}`: "
-                                                    f"`trajcomp {command}` has no option {flag}")
+                for what in command_problems(docs, command_line):
+                    yield Problem(name, number, f"example `{command_line[:60]}`: {what}")
+        for number, line in prose_lines(text):
+            for span in CODE_SPAN.findall(line):
+                if span.startswith("trajcomp "):
+                    for what in command_problems(docs, span):
+                        yield Problem(name, number, f"`{span[:60]}`: {what}")
 
 
 def mentioned_keys(docs: Docs) -> Iterator[tuple[str, int, str]]:

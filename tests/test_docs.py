@@ -126,6 +126,10 @@ def test_docs_pending_is_not_read(tmp_path):
                  "docs/guide.md:5", "`trajcomp run` has no option --furious", id="bogus-option-in-a-table"),
     pytest.param(lambda r, g, d: (r, g.replace("trajcomp run data --fast", "trajcomp run data --slow"), d),
                  "docs/guide.md:14", "`trajcomp run` has no option --slow", id="bogus-option-in-an-example"),
+    pytest.param(lambda r, g, d: (r, g + "\nRun `trajcomp run data --fats`.\n", d),
+                 "docs/guide.md:22", "`trajcomp run` has no option --fats", id="bogus-option-inline"),
+    pytest.param(lambda r, g, d: (r, g + "\nRun `trajcomp jobs stop --json`.\n", d),
+                 "docs/guide.md:22", "`trajcomp jobs stop`: no such command", id="bogus-command-inline"),
     pytest.param(lambda r, g, d: (r, g.replace("`output.prefix` the prefix", "`output.prefix` the prefix, "
                                                "`output.suffix: x` the suffix"), d),
                  "docs/guide.md:20", "config key `output.suffix` does not exist", id="bogus-config-key"),
