@@ -13,7 +13,7 @@ import re
 
 import pytest
 from conftest import DEMO_TOKENIZER, run_cli, write_jsonl
-from text_call_rows import FOLLOW_UP, TASK, openhands, swe_agent
+from text_call_rows import FOLLOW_UP, TASK, as_messages, openhands, swe_agent
 
 from trajcomp.core.compressor import TrajectoryCompressor
 from trajcomp.core.config import CompressionConfig, ConfigError, load_config
@@ -26,7 +26,8 @@ from trajcomp.core.validity import problems
 from trajcomp.summarizers.extractive import extract_items
 
 COUNTER = TokenCounter(str(DEMO_TOKENIZER))
-SHAPES = {"swe-agent": swe_agent, "swe-agent-fenced": lambda: swe_agent(fenced=True), "openhands": openhands}
+SHAPES = {"swe-agent": swe_agent, "swe-agent-fenced": lambda: swe_agent(fenced=True), "openhands": openhands,
+          "openhands-messages": lambda: as_messages(openhands())}
 HEADS = ("OBSERVATION:", "EXECUTION RESULT of [")
 RUNS = {"plain": {}, "prune": {"prune": True}, "segments": {"segments": True},
         "prune+segments": {"prune": True, "segments": True}}
@@ -42,8 +43,12 @@ def compress(rows: list[dict], target: int, **extra):
     return asyncio.run(go())
 
 
+def turns_of(row: dict) -> list[dict]:
+    return row.get("conversations") or row["messages"]
+
+
 def texts(row: dict) -> list[str]:
-    return [t["content"] for t in row["conversations"]]
+    return [t["content"] for t in turns_of(row)]
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -55,12 +60,12 @@ def test_prune_stubs_old_observations_in_their_own_words(shape):
     out = texts(result.row)
     stubs = [t for t in out if "[pruned]" in t]
     assert len(stubs) >= 3 and "[CONTEXT SUMMARY]" not in "".join(out), out
-    tool = "execute_bash" if shape == "openhands" else "bash"
+    tool = "execute_bash" if shape.startswith("openhands") else "bash"
     for stub in stubs:
         assert stub.startswith(HEADS) and re.search(rf"\] {tool} `cat lexer\d\.go` -> \d+ lines", stub), stub
         assert "error" not in stub, stub  # the file's text says error; the output reports none
     fmt = RowSchema().adapter(result.row)
-    assert not problems(result.row["conversations"], fmt) - problems(row["conversations"], fmt)
+    assert not problems(turns_of(result.row), fmt) - problems(turns_of(row), fmt)
 
 
 @pytest.mark.parametrize("run", RUNS)
@@ -81,9 +86,9 @@ def test_no_observation_is_the_users_and_every_user_turn_is_kept(shape, run):
 @pytest.mark.parametrize("shape", SHAPES)
 def test_the_summary_names_each_text_calls_tool_and_command(shape):
     row = SHAPES[shape]()
-    turns = RowSchema().adapter(row).turns(row["conversations"])
+    turns = RowSchema().adapter(row).turns(turns_of(row))
     lines = [item.text for item in extract_items(turns)]
-    tool = "execute_bash" if shape == "openhands" else "bash"
+    tool = "execute_bash" if shape.startswith("openhands") else "bash"
     assert f"{tool}(command=cat lexer0.go) -> 41 lines, 2338 chars" in lines, lines
     assert not any("<function=" in line or "DISCUSSION" in line for line in lines), lines
 
@@ -146,3 +151,17 @@ def test_a_stub_and_the_summary_count_the_same_lines(content):
     [action] = [i.text for i in extract_items(turns) if i.text.startswith("bash(")]
     counted = re.compile(r"(\d+) lines, (\d+) chars")
     assert counted.search(stub).groups() == counted.search(action).groups(), (stub, action)
+
+
+def test_the_openai_summarizer_is_shown_observations_as_tool_turns():
+    """The summary model's request labels each observation a tool turn, never a human one."""
+    from openai_server import ServerThread
+
+    with ServerThread(models=["test-model"]) as server:
+        [result] = compress([swe_agent()], 1500, summarizer="openai", base_url=server.base_url,
+                            summarization_model="test-model", api_key_env="TRAJCOMP_TEST_NO_KEY", cache=False)
+        bodies = [m["content"] for body in server.stats.bodies for m in body["messages"] if m["role"] == "user"]
+    assert not result.rejected and bodies
+    shown = "\n".join(bodies)
+    assert re.search(r"### Turn \d+ \(tool\)\nOBSERVATION:", shown), shown[:500]
+    assert not re.search(r"### Turn \d+ \(human\)\nOBSERVATION:", shown)

@@ -62,3 +62,8 @@ def openhands(files: int = 6, lines: int = 40) -> dict:
                       {"role": "user", "content": FOLLOW_UP}]
     turns.append({"role": "assistant", "content": "The loop now emits the pending token at end of input."})
     return {"system": SYSTEM, "conversations": turns}
+
+
+def as_messages(row: dict) -> dict:
+    """The same row as OpenAI `messages` (the system prompt its first message), as SFT sets also ship them."""
+    return {"messages": [{"role": "system", "content": row["system"]}, *row["conversations"]]}

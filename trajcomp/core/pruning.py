@@ -135,12 +135,14 @@ def _calls(turn: dict, fmt, text: str, answered: bool = False) -> list[dict]:
     <tool_call> blocks, `<function=...>` markup, a fenced command an observation answers, or a
     LLaMA-Factory function_call's JSON."""
     native = fmt.tool_calls(turn)
-    if native is not None:
+    if native:  # an OpenAI message without calls ([]) may still write them in its text
         return native
     if marked := markup_calls(text):
         return marked
     if answered and "<tool_call>" not in text and (fenced := fenced_call(text)):
         return [fenced]
+    if native is not None:  # an OpenAI message: no text call, and its content is no function_call JSON
+        return []
     found = [_loads(raw) for raw in TOOL_CALL.findall(text)] if "<tool_call>" in text else [_loads(text)]
     found = [item for value in found for item in (value if isinstance(value, list) else [value])]
     return [call for call in found if isinstance(call, dict)]
