@@ -12,6 +12,8 @@ import asyncio
 import re
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from conftest import DEMO_TOKENIZER, run_cli, write_jsonl
 from text_call_rows import FOLLOW_UP, TASK, as_messages, openhands, swe_agent
 
@@ -165,3 +167,28 @@ def test_the_openai_summarizer_is_shown_observations_as_tool_turns():
     shown = "\n".join(bodies)
     assert re.search(r"### Turn \d+ \(tool\)\nOBSERVATION:", shown), shown[:500]
     assert not re.search(r"### Turn \d+ \(human\)\nOBSERVATION:", shown)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shape=st.sampled_from(["swe-agent", "swe-agent-fenced", "openhands", "openhands-messages"]),
+       files=st.integers(2, 6), lines=st.integers(3, 40), follow_at=st.integers(0, 6),
+       share=st.floats(0.25, 0.9), run=st.sampled_from(list(RUNS)))
+def test_any_such_row_keeps_its_users_words_and_breaks_nothing(shape, files, lines, follow_at, share, run):
+    """Whatever the row's length, where the follow-up falls and the run: no observation is quoted as the
+    user's, each real user turn is verbatim in some output row, and no output row breaks a rule its
+    input kept (a call followed by its observation among them)."""
+    build = {"swe-agent": swe_agent, "swe-agent-fenced": lambda **k: swe_agent(fenced=True, **k),
+             "openhands": openhands, "openhands-messages": lambda **k: as_messages(openhands(**k))}[shape]
+    row = build(files=files, lines=lines, follow_at=follow_at)
+    length = sum(COUNTER.count(texts(row)))
+    [result] = compress([row], max(1000, int(length * share)), **RUNS[run])
+    assert not result.rejected, result.detail
+    everything = "\n".join(t for r in result.rows for t in texts(r))
+    real = [t for t in texts(row) if not t.startswith(HEADS) and t in (TASK, FOLLOW_UP)]
+    assert all(t in everything for t in real)
+    fmt = RowSchema().adapter(row)
+    for out in result.rows:
+        said = [t.split(USERS_HEAD, 1)[1] for t in texts(out) if USERS_HEAD in t]
+        assert not any(head in s for s in said for head in HEADS)
+        if not RUNS[run].get("segments"):  # a segment row may end on a call its next segment answers
+            assert not problems(turns_of(out), fmt) - problems(turns_of(row), fmt)

@@ -40,24 +40,24 @@ def _steps(files: int, lines: int) -> list[tuple[str, str, str]]:
     return steps + [("Now run the tests.", "go test ./...", _failing_test())]
 
 
-def swe_agent(files: int = 6, lines: int = 40, fenced: bool = False) -> dict:
+def swe_agent(files: int = 6, lines: int = 40, fenced: bool = False, follow_at: int | None = None) -> dict:
     turns = [{"role": "user", "content": TASK}]
     for k, (thought, command, output) in enumerate(_steps(files, lines)):
         call = f"DISCUSSION\n{thought}\n\n```\n{command}\n```" if fenced else f"{thought}\n\n" + _markup("bash", command=command)
         turns += [{"role": "assistant", "content": call}, {"role": "user", "content": f"OBSERVATION:\n{output}"}]
-        if k == files // 2:
+        if k == (files // 2 if follow_at is None else follow_at):
             turns += [{"role": "assistant", "content": "I found where the last token is lost."},
                       {"role": "user", "content": FOLLOW_UP}]
     turns.append({"role": "assistant", "content": "The loop now emits the pending token at end of input."})
     return {"system": SYSTEM, "conversations": turns}
 
 
-def openhands(files: int = 6, lines: int = 40) -> dict:
+def openhands(files: int = 6, lines: int = 40, follow_at: int | None = None) -> dict:
     turns = [{"role": "user", "content": TASK}]
     for k, (thought, command, output) in enumerate(_steps(files, lines)):
         turns += [{"role": "assistant", "content": f"{thought}\n" + _markup("execute_bash", command=command)},
                   {"role": "user", "content": f"EXECUTION RESULT of [execute_bash]:\n{output}"}]
-        if k == files // 2:
+        if k == (files // 2 if follow_at is None else follow_at):
             turns += [{"role": "assistant", "content": "I found where the last token is lost."},
                       {"role": "user", "content": FOLLOW_UP}]
     turns.append({"role": "assistant", "content": "The loop now emits the pending token at end of input."})
