@@ -50,6 +50,7 @@ def export(
     on_failure: opt.OnFailure = None,
     workers: opt.Workers = None,
     input_format: opt.InputFormat = None,
+    observations: opt.Observations = None,
     sample_percent: opt.SamplePercent = 100.0,
     seed: opt.Seed = 0,
     num_shards: opt.NumShards = 1,

@@ -79,6 +79,7 @@ def compress(
     cache_dir: opt.CacheDir = None,
     batch: opt.Batch = False,
     input_format: opt.InputFormat = None,
+    observations: opt.Observations = None,
     output_format: opt.OutputFormat = None,
     summary_examples: opt.SummaryExamples = None,
     sample_percent: opt.SamplePercent = 100.0,

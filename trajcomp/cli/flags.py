@@ -41,4 +41,12 @@ def config_from_flags(flags):
         cache_dir=flag("cache_dir"),
         batch=True if flag("batch") else None,
         input_format=flag("input_format"),
+        input_observations=_observations(flag("observations")),
     )
+
+
+def _observations(values: list[str] | None):
+    """`--observations` as `input.observations` takes it: auto or none alone, else a list of prefixes."""
+    if not values:
+        return None
+    return values[0] if len(values) == 1 and values[0] in ("auto", "none") else list(values)

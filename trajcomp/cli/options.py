@@ -95,6 +95,11 @@ Batch = Annotated[bool, typer.Option(
 InputFormat = Annotated[Optional[str], typer.Option(
     help="Row schema: auto, sharegpt (conversations) or openai (messages).",
 )]
+Observations = Annotated[Optional[list[str]], typer.Option(
+    "--observations",
+    help="Which user turns are tool results (input.observations): a prefix such as 'OBSERVATION:', repeated "
+        "for more; auto (SWE-agent's and OpenHands v0's, the default; beside prefixes, those too) or none.",
+)]
 OutputFormat = Annotated[Optional[str], typer.Option(
     help="Output type (.jsonl, .jsonl.gz, .jsonl.zst, .json, .parquet, or hf: a save_to_disk folder); "
         "default: the output's suffix (a dataset folder input: hf).",

@@ -12,6 +12,7 @@ from typing import Any, Mapping
 import yaml
 
 from .config_layout import ALIASES, LAYOUT, SEGMENT_KEYS, key_of
+from .observations import resolve as resolve_observations
 from .rows import DEFAULT_ROLES, DIALECTS, ROLES
 from .stubs import style_problem
 from .summary_turn import DEFAULT_PREFIX, STYLES
@@ -48,6 +49,8 @@ class CompressionConfig:
     input_format: str = "auto"  # auto (per row), sharegpt or openai
     input_roles: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_ROLES))  # row's name -> planner role
     input_dialect: str = "auto"  # auto, hermes or llamafactory: which rows keep LLaMA-Factory's alternation
+    # which human turns are tool results: auto (SWE-agent's and OpenHands v0's prefixes), none, or a list of prefixes
+    input_observations: Any = "auto"
     # tokenizer
     tokenizer_name: str | None = None  # no default: counting with another model's tokenizer would mislead
     trust_remote_code: bool = False
@@ -131,12 +134,13 @@ class CompressionConfig:
 
     def to_sections(self) -> dict[str, dict[str, Any]]:
         """The effective config in the YAML section layout (for the report and resume fingerprints);
-        the pruning and segment keys only when they are on, and the examples file only when set, so that
+        the pruning and segment keys only when they are on, the examples file and observations only when set, so that
         runs without them keep their reports' bytes."""
         return {
             section: {key: getattr(self, name) for key, name in keys.items()
                       if (self.prune or not name.startswith("prune")) and (self.segments or name not in SEGMENT_KEYS)
-                      and (name != "summary_examples_file" or self.summary_examples_file is not None)}
+                      and (name != "summary_examples_file" or self.summary_examples_file is not None)
+                      and (name != "input_observations" or self.input_observations != "auto")}
             for section, keys in LAYOUT.items()
         }
 
@@ -150,6 +154,8 @@ def _expected_type(name: str) -> tuple[type, ...]:
     default = f.default_factory() if f.default is dataclasses.MISSING else f.default
     if name in _OPTIONAL_INTS:
         return (int, type(None))
+    if name == "input_observations":  # auto, none, or a list of prefixes (checked in validate)
+        return (str, list, tuple)
     if isinstance(default, dict):
         return (dict,)
     if isinstance(default, bool):
@@ -207,6 +213,9 @@ def validate(cfg: CompressionConfig) -> None:
     if cfg.input_dialect not in DIALECTS:
         raise ConfigError(f"{key_of('input_dialect')} must be one of {', '.join(DIALECTS)}, got {cfg.input_dialect!r}")
     _validate_roles(cfg.input_roles)
+    if resolve_observations(cfg.input_observations) is None:
+        raise ConfigError(f"{key_of('input_observations')} must be auto, none or a list of prefixes "
+                          f"(auto in the list: the built-in ones), got {cfg.input_observations!r}")
     if not re.match(r"https?://[^/\s]+", cfg.base_url):
         raise ConfigError(f"{key_of('base_url')} must be an http:// or https:// URL, got {cfg.base_url!r}")
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 # YAML section -> {yaml key -> dataclass field}. The seven sections after `input` and their keys are
 # the reference's `trajectory_compression.yaml`; the extra keys are trajcomp's own.
 LAYOUT: dict[str, dict[str, str]] = {
-    "input": {"format": "input_format", "roles": "input_roles", "dialect": "input_dialect"},
+    "input": {"format": "input_format", "roles": "input_roles", "dialect": "input_dialect",
+              "observations": "input_observations"},
     "tokenizer": {"name": "tokenizer_name", "trust_remote_code": "trust_remote_code", "chat_template": "chat_template"},
     "compression": {
         "target_max_tokens": "target_max_tokens",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .observations import prefix_of
 from .turn import RowError, Turn
 
 # OpenAI role -> planner role. "function" is the legacy (pre-tool_calls) form of "tool".
@@ -48,14 +49,28 @@ class OpenAIMessages:
     second assistant message). Compressing such a row could summarize the call and keep its
     answer, or the reverse, and leave an id without its partner. (Calls left unanswered in the
     input are accepted: compression moves them only together with their message.)
+
+    A user message opening with one of `observations` (observations.py: SWE-agent's and OpenHands
+    v0's results, sent as user messages) is a "tool" turn to the planner; the row keeps it as it is.
     """
 
     name = "openai"
     key = "messages"
     alternation = False  # tool messages pair with calls by id; `input.roles`/`input.dialect` do not apply
 
-    def bind(self, row: Any, schema: Any) -> "OpenAIMessages":  # no role names or dialect apply
-        return self
+    def __init__(self, observations: tuple[str, ...] = ()):
+        self.observations = observations
+
+    def bind(self, row: Any, schema: Any) -> "OpenAIMessages":
+        """This adapter with the schema's observation prefixes (no role names or dialect apply)."""
+        prefixes = tuple(getattr(schema, "observations", ()))
+        return self if prefixes == self.observations else OpenAIMessages(prefixes)
+
+    def observation_prefix(self, message: dict[str, Any]) -> str | None:
+        """The prefix that makes a user message an observation (None: it is not one)."""
+        if not self.observations or message.get("role") != "user":
+            return None
+        return prefix_of(content_text(message.get("content")), self.observations)
 
     def native_turns(self, row: dict[str, Any]) -> list[dict[str, Any]]:
         """The row's message objects, validated (see the class docstring for tool pairing).
@@ -88,7 +103,8 @@ class OpenAIMessages:
             role = message["role"]
             if role not in ("tool", "function"):
                 names = {c["id"]: c["function"]["name"] for c in _calls(message)}
-            out.append(Turn(OPENAI_ROLES[role], _message_text(message, names)))
+            planner_role = "tool" if self.observation_prefix(message) is not None else OPENAI_ROLES[role]
+            out.append(Turn(planner_role, _message_text(message, names)))
         return out
 
     def make_turn(self, role: str, text: str) -> dict[str, Any]:

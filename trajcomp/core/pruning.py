@@ -9,7 +9,9 @@ The order (`candidates`), among the tool turns outside the protected head and ta
 Each output is decided alone, also beside others in one turn: one of `prune_min_chars` characters
 or fewer is never stubbed, nor one whose stub would not be shorter; its siblings may be. Only a stub's output changes: the turn keeps its role and place, and the ids and
 names its dialect pairs calls and results by (Hermes `<tool_response>` JSON, OpenAI `tool_call_id`
-and `name`; LLaMA-Factory pairs by place).
+and `name`; LLaMA-Factory pairs by place), and an observation's head (`OBSERVATION:`, OpenHands'
+`EXECUTION RESULT of [tool]:`), which keeps it an observation; its call is read from the text-call
+markup or fenced command of the turn before it (text_calls.py).
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from .observations import split, tool_named
 from .planner import PlanParams, protected_bounds
 from .stubs import Output, StubStyle
+from .text_calls import fenced_call, markup_calls
 from .turn import Turn
 
 TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
@@ -101,7 +105,8 @@ def _outputs(native: Sequence[dict], fmt, turns: Sequence[Turn]) -> dict[int, li
     position = 0  # the outputs seen since the calls' turn: the next one answers calls[position]
     for i, turn in enumerate(turns):
         if turn.role != "tool":
-            calls, position = (_calls(native[i], fmt, turn.text) if turn.role == "gpt" else []), 0
+            answered = i + 1 < len(native) and _observation(fmt, native[i + 1]) is not None
+            calls, position = (_calls(native[i], fmt, turn.text, answered) if turn.role == "gpt" else []), 0
             continue
         pairs = []
         for block in _blocks(native[i], fmt, turn.text):
@@ -125,12 +130,19 @@ def _call_for(calls: list[dict], position: int, block: Block) -> dict:
     return next((c for c in calls if name is not None and c.get("name") == name), {})
 
 
-def _calls(turn: dict, fmt, text: str) -> list[dict]:
+def _calls(turn: dict, fmt, text: str, answered: bool = False) -> list[dict]:
     """A gpt turn's calls as {"name", "arguments", "id"?}: an OpenAI message's tool_calls, Hermes
-    <tool_call> blocks, or a LLaMA-Factory function_call's JSON."""
+    <tool_call> blocks, `<function=...>` markup, a fenced command an observation answers, or a
+    LLaMA-Factory function_call's JSON."""
     native = fmt.tool_calls(turn)
-    if native is not None:
+    if native:  # an OpenAI message without calls ([]) may still write them in its text
         return native
+    if marked := markup_calls(text):
+        return marked
+    if answered and "<tool_call>" not in text and (fenced := fenced_call(text)):
+        return [fenced]
+    if native is not None:  # an OpenAI message: no text call, and its content is no function_call JSON
+        return []
     found = [_loads(raw) for raw in TOOL_CALL.findall(text)] if "<tool_call>" in text else [_loads(text)]
     found = [item for value in found for item in (value if isinstance(value, list) else [value])]
     return [call for call in found if isinstance(call, dict)]
@@ -142,7 +154,17 @@ def _blocks(turn: dict, fmt, text: str) -> list[Block]:
     result = fmt.tool_result(turn)
     if result is not None:
         return [Block(result.get("name"), result["content"], result, None, "content", result.get("tool_call_id"))]
+    prefix = _observation(fmt, turn)
+    if prefix is not None:  # the output after its head, which the stub keeps
+        head, output = split(text, prefix)
+        return [Block(tool_named(head), output, None, (len(head), len(text)))]
     return _text_blocks(text)
+
+
+def _observation(fmt, turn: dict) -> str | None:
+    """The observation prefix a ShareGPT turn opens with (None: not an observation, or another dialect)."""
+    prefix_of = getattr(fmt, "observation_prefix", None)
+    return prefix_of(turn) if prefix_of is not None else None
 
 
 def response_ids(text: str) -> list[dict[str, Any] | None]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from .observations import BUILT_IN, prefix_of, resolve
 from .openai_rows import OPENAI, OPENAI_NAMES
 from .turn import RowError, Turn  # noqa: F401  (the turn types, named with the row schemas)
 
@@ -43,18 +44,21 @@ class ShareGPT:
     were; a new turn takes the name the row itself uses for its role (`user` in a row that says
     user). Turns keyed `role`/`content` instead of `from`/`value` (axolotl's chat_template rows) are
     read and written with those keys. `alternation` says whether the row is in LLaMA-Factory's
-    dialect, whose alternation rule the planner then keeps (see `RowSchema`).
+    dialect, whose alternation rule the planner then keeps (see `RowSchema`). A human turn opening with
+    one of `observations` (prefixes, observations.py) is a tool's result: a `tool` turn to the planner.
     """
 
     name = "sharegpt"
     key = "conversations"
 
     def __init__(self, roles: Mapping[str, str] = DEFAULT_ROLES, keys: tuple[str, str] = ("from", "value"),
-                 names: Mapping[str, str] | None = None, alternation: bool = False):
+                 names: Mapping[str, str] | None = None, alternation: bool = False,
+                 observations: tuple[str, ...] = ()):
         self.roles = roles
         self.role_key, self.text_key = keys
         self.names = names or {}  # planner role -> the name this row uses for it
         self.alternation = alternation
+        self.observations = observations
 
     def bind(self, row: Any, schema: "RowSchema") -> "ShareGPT":
         """This adapter for one row: its keys and role names, the schema's mapping and dialect."""
@@ -71,7 +75,7 @@ class ShareGPT:
         if keys[0] == "role":  # a new turn in an OpenAI-style row says user/assistant
             names = {**OPENAI_NAMES, **names}
         lf = schema.dialect == "llamafactory" or (schema.dialect == "auto" and not LLAMAFACTORY_NAMES.isdisjoint(used))
-        return ShareGPT(schema.roles, keys, names, lf)
+        return ShareGPT(schema.roles, keys, names, lf, schema.observations)
 
     def native_turns(self, row: dict[str, Any]) -> list[dict[str, Any]]:
         """The row's turn objects, validated."""
@@ -98,7 +102,18 @@ class ShareGPT:
             raise RowError("unknown_role", f"turn {i} has role {turn[self.role_key]!r} (expected one of {known}; see input.roles)")
 
     def turns(self, native: list[dict[str, Any]]) -> list[Turn]:
-        return [Turn(self.roles[t[self.role_key]], t[self.text_key]) for t in native]
+        return [Turn(self._role(t), t[self.text_key]) for t in native]
+
+    def _role(self, turn: dict[str, Any]) -> str:
+        role = self.roles[turn[self.role_key]]
+        return "tool" if role == "human" and self.observation_prefix(turn) is not None else role
+
+    def observation_prefix(self, turn: dict[str, Any]) -> str | None:
+        """The prefix that makes a human turn an observation (None: it is not one, or not a human turn)."""
+        if not self.observations or self.roles.get(turn.get(self.role_key)) != "human":
+            return None
+        text = turn.get(self.text_key)
+        return prefix_of(text, self.observations) if isinstance(text, str) else None
 
     def make_turn(self, role: str, text: str) -> dict[str, Any]:
         return {self.role_key: self.names.get(role, role), self.text_key: text}
@@ -118,7 +133,8 @@ class ShareGPT:
         return None
 
     def chat_messages(self, native: list[dict[str, Any]], chat_roles: dict[str, str]) -> list[dict[str, Any]]:
-        """The turns as a chat template takes them: {"role", "content"}, roles mapped by `chat_roles`."""
+        """The turns as a chat template takes them: {"role", "content"}, roles mapped by `chat_roles`
+        (an observation by its row's role name: the template renders the user turn it is)."""
         return [{"role": chat_roles[self.roles[t[self.role_key]]], "content": t[self.text_key]} for t in native]
 
 
@@ -145,16 +161,19 @@ class RowSchema:
     """How rows are read (the config's `input` section): schema, role names and dialect.
 
     `dialect` decides which ShareGPT rows keep LLaMA-Factory's alternation rule: `llamafactory` all of
-    them, `auto` those that use `observation` or `function_call`, `hermes` none.
+    them, `auto` those that use `observation` or `function_call`, `hermes` none. `observations`: the
+    prefixes of the human turns that are tool results (`input.observations`, resolved).
     """
 
     format: str = "auto"
     roles: Mapping[str, str] = field(default_factory=lambda: DEFAULT_ROLES)
     dialect: str = "auto"
+    observations: tuple[str, ...] = BUILT_IN
 
     @classmethod
     def from_config(cls, cfg) -> "RowSchema":
-        return cls(cfg.input_format, cfg.input_roles, cfg.input_dialect)
+        prefixes = resolve(getattr(cfg, "input_observations", "auto"))
+        return cls(cfg.input_format, cfg.input_roles, cfg.input_dialect, prefixes or ())
 
     def adapter(self, row: Any):
         """The adapter for `row`, bound to it (raises RowError when the row is not an object)."""

@@ -2,7 +2,8 @@
 
 Styles (`compression.prune_style`):
 - `hermes`: built from the call and its output: the tool's name, its main argument, the exit code
-  and first error line when the output has them, its line and character counts;
+  when the output has one, its first error line when it reports a failure (outcome.py), its line and
+  character counts (counted as the summaries count them);
 - `swe-agent`: `Old environment output: (N lines omitted)`, as SWE-agent's LastNObservations writes;
 - `openhands`: `<MASKED>`, as OpenHands' ObservationMaskingCondenser writes;
 - `template`: `compression.prune_template` with the fields of `TEMPLATE_FIELDS`.
@@ -16,6 +17,8 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
+from .outcome import error_line, failed, line_count, output_text
+
 STYLES = ("hermes", "swe-agent", "openhands", "template")
 TEMPLATE_FIELDS = ("tool", "argument", "exit_code", "error", "lines", "chars", "later")
 
@@ -23,7 +26,6 @@ TEMPLATE_FIELDS = ("tool", "argument", "exit_code", "error", "lines", "chars", "
 _MAIN_ARGUMENTS = ("command", "cmd", "path", "file_path", "filename", "file", "query", "url", "pattern", "code")
 _EXIT_KEYS = ("exit_code", "returncode", "return_code", "exit_status", "exitCode", "status_code")
 _EXIT_TEXT = re.compile(r"\bexit[ _](?:code|status)[\"']?\s*[:=]?\s*(-?\d+)", re.IGNORECASE)
-_ERROR_LINE = re.compile(r"\b(error|exception|traceback|fatal|failed|failure)\b", re.IGNORECASE)
 ARGUMENT_CHARS = 60  # a stub's argument and error line at most, so that a stub stays one short line
 ERROR_CHARS = 80
 
@@ -40,7 +42,7 @@ class Output:
 
     @property
     def lines(self) -> int:
-        return self.text.count("\n") + 1 if self.text else 0
+        return line_count(self.text)
 
     @classmethod
     def of(cls, tool: str, arguments: Any, content: Any) -> "Output":
@@ -48,10 +50,11 @@ class Output:
         if isinstance(content, str):
             parsed = _json(content)
             content = parsed if isinstance(parsed, (dict, list)) else content
-        text = "\n".join(_strings(content))
+        text = output_text(content)
         exit_code = _exit_code(content, text)
+        error = (error_line(content, text) or "") if failed(content, exit_code, text) else ""
         return cls(tool, _one_line(main_argument(arguments), ARGUMENT_CHARS), text, exit_code,
-                   _one_line(_first_error(text), ERROR_CHARS))
+                   _one_line(error, ERROR_CHARS))
 
 
 @dataclass(frozen=True)
@@ -144,27 +147,6 @@ def main_argument(arguments: Any) -> str:
         if isinstance(arguments.get(key), str):
             return arguments[key]
     return next((value for value in arguments.values() if isinstance(value, str)), "")
-
-
-def _strings(value: Any) -> list[str]:
-    """Every string in a JSON value, in order (an output's text without its JSON)."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for item in value.values() for s in _strings(item)]
-    if isinstance(value, list):
-        return [s for item in value for s in _strings(item)]
-    return []
-
-
-def _first_error(text: str) -> str:
-    """The first line that reports an error (one search of the whole text, then its line)."""
-    found = _ERROR_LINE.search(text)
-    if not found:
-        return ""
-    start = text.rfind("\n", 0, found.start()) + 1
-    end = text.find("\n", found.end())
-    return text[start : end if end >= 0 else len(text)].strip()
 
 
 def _exit_code(content: Any, text: str) -> int | None:

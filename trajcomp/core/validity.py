@@ -13,6 +13,8 @@ trains the last turn), and the next segment's carried tail opens with that call 
 Calls and results, by dialect:
 - Hermes ShareGPT: a gpt turn holding `<tool_call>` blocks, answered by the `tool` turn(s) right after it;
 - LLaMA-Factory: a `function_call` turn, answered by the `observation` right after it;
+- SWE-agent and OpenHands v0 (text calls, observations.py): a gpt turn holding `<function=...>` markup
+  or answered by an observation, paired with the observation right after it by place;
 - OpenAI `messages`: an assistant's `tool_calls`, each answered by id in the tool messages right
   after it (parallel calls included); the legacy `function_call`, by the `function` message after it.
 """
@@ -24,6 +26,7 @@ from typing import Any, Sequence
 
 from .openai_rows import OpenAIMessages
 from .planner import alternation_parity
+from .text_calls import markup_calls
 
 CALL_UNANSWERED = "call_unanswered"
 RESULT_WITHOUT_CALL = "result_without_call"
@@ -42,7 +45,7 @@ def problems(native: Sequence[Any], fmt, continued: bool = False) -> Counter:
     if isinstance(fmt, OpenAIMessages):
         _openai_pairs(native, found)
     else:
-        _turn_pairs([_is_call(fmt, native[i], turns[i]) for i in range(len(turns))], roles, found, continued)
+        _turn_pairs([_is_call(fmt, native, turns, i) for i in range(len(turns))], roles, found, continued)
     if getattr(fmt, "alternation", False) and alternation_parity(roles) is None:
         found[ALTERNATION_BROKEN] = 1
     return +found  # only what is there
@@ -57,10 +60,15 @@ def new_problems(before: Sequence[Any], after: Sequence[Any], fmt) -> Counter:
     return added
 
 
-def _is_call(fmt, turn: dict, view) -> bool:
+def _is_call(fmt, native: Sequence[dict], turns: Sequence, i: int) -> bool:
+    view = turns[i]
     if view.role != "gpt":
         return False
-    return turn.get(fmt.role_key) == "function_call" or "<tool_call>" in view.text
+    if native[i].get(fmt.role_key) == "function_call" or "<tool_call>" in view.text or markup_calls(view.text):
+        return True
+    # a thought-action turn (SWE-agent's fenced command) is a call where an observation answers it
+    prefix_of = getattr(fmt, "observation_prefix", None)
+    return i + 1 < len(native) and prefix_of is not None and prefix_of(native[i + 1]) is not None
 
 
 def _turn_pairs(calls: list[bool], roles: list[str], found: Counter, continued: bool) -> None:

@@ -15,7 +15,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from ..core.observations import output_of
+from ..core.outcome import STATUS_KEYS, error_line, failed, line_count, output_text
 from ..core.summary_turn import HANDOFF
+from ..core.text_calls import fenced_call, markup_calls, without_markup
 from ..core.turn import Turn
 from .base import Summarizer, Summary, SummaryError, SummaryRequest
 
@@ -23,15 +26,8 @@ KEY_ARGS = ("command", "cmd", "path", "file_path", "file", "filename", "query", 
 TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
 TOOL_RESPONSE = re.compile(r"<tool_response>\s*(.*?)\s*</tool_response>", re.S)
 THINK = re.compile(r"<think>(.*?)</think>", re.S)
-ERROR_LINE = re.compile(r"(error|exception|traceback|failed|failure|fatal|panic|denied|not found)", re.I)
-# A failed call is one whose output says so, never one whose successful output quotes an error word
-# (a commit subject, a test file's `pytest.raises(ValueError)`, a log's ERROR lines). A result with
-# a status (STATUS_KEYS) is judged by it alone; plain text by its exit status, else by a traceback or
-# a line that opens with an error label ("Error: ...", "fatal: ...", "FileNotFoundError: ...").
-STATUS_KEYS = ("exit_code", "returncode", "exit_status", "status_code")
-TRACEBACK = re.compile(r"^Traceback \(most recent call last\):", re.M)
-FAILURE_TEXT = re.compile(
-    r"^Traceback \(most recent call last\):|^\s*(?:[A-Z]\w*(?:Error|Exception)|(?i:error|fatal|panic))\s*:", re.M)
+DISCUSSION = re.compile(r"^\s*DISCUSSION\s*\n")  # SWE-agent's heading over the thought, no thought itself
+# A failed call is one whose output says so (core/outcome.py decides it, for the stubs too).
 EXIT_TEXT = re.compile(r"exit(?:ed)?(?: with)?(?: code| status)?[:= ]+(-?\d+)", re.I)
 PATH = re.compile(r"(?<![\w/.:-])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+\.[A-Za-z0-9]{1,6}\b")
 IDENTIFIER = re.compile(r"\b[0-9a-f]{7,40}\b|\bv?\d+\.\d+\.\d+[\w.-]*|(?<![\w#])#\d{2,}\b")
@@ -87,6 +83,7 @@ class _Facts:
     files: dict[str, None] = field(default_factory=dict)
     idents: dict[str, None] = field(default_factory=dict)
     errors: dict[str, None] = field(default_factory=dict)
+    last_gpt: str = ""  # the last assistant turn, whose fenced command an observation may answer
 
 
 def extract_items(turns: Iterable[Turn], handoff: bool = False) -> list[Item]:
@@ -129,11 +126,14 @@ def _collapse_repeats(items: list[Item]) -> list[Item]:
 
 def _gpt_items(text: str, facts: _Facts) -> list[Item]:
     items = [Item(REASONING, "Reasoning: " + g) for g in map(_first_sentence, THINK.findall(text)) if g]
-    said = _first_sentence(TOOL_CALL.sub("", THINK.sub("", text)))
+    said = _first_sentence(DISCUSSION.sub("", without_markup(TOOL_CALL.sub("", THINK.sub("", text)))))
     if said:
         items.append(Item(REASONING, "Assistant: " + said))
     for raw in TOOL_CALL.findall(text):
         facts.pending.append(_render_call(raw, facts.files))
+    for call in markup_calls(text):  # OpenHands' and SWE-agent's <function=...> markup
+        facts.pending.append(_render_call(json.dumps(call), facts.files))
+    facts.last_gpt = text
     return items
 
 
@@ -162,6 +162,14 @@ def _render_call(raw: str, files: dict) -> tuple[str, str]:
 
 def _tool_items(text: str, facts: _Facts) -> list[Item]:
     # Hermes answers calls in the order they were made, so responses pair with calls first-in, first-out.
+    observed = output_of(text)
+    if observed is not None:  # a user turn holding a tool's result (SWE-agent, OpenHands v0)
+        tool, output = observed
+        fenced = fenced_call(facts.last_gpt) if not facts.pending else None
+        facts.last_gpt = ""  # its command answered
+        called, call = (_render_call(json.dumps(fenced), facts.files) if fenced else None) or \
+            _pop_call(facts.pending, tool or "") or (tool or "", tool or "tool")
+        return [Item(ACTION, _action(call, called, _outcome(output, facts), facts))]
     items = []
     for raw in TOOL_RESPONSE.findall(text) or [text]:
         data = _parse_json(raw)
@@ -210,41 +218,13 @@ def _outcome(content: Any, facts: _Facts) -> str:
     facts.files.update(dict.fromkeys(PATH.findall(body)))
     facts.idents.update(dict.fromkeys(IDENTIFIER.findall(body)))
     parts = [] if status is None else [f"{'HTTP' if key == 'status_code' else 'exit'} {status}"]
-    if _failed(content, status, body):
-        error = _error_line(content, body)
+    if failed(content, status, body):
+        error = error_line(content, body)
         facts.errors.update({_clip(error, 200): None} if error else {})
         parts.append("error: " + _clip(error, 200) if error else "failed")
-    lines = len(body.splitlines())
-    parts.append(f"{lines} lines, {len(body)} chars")
+    text = output_text(content)  # lines and chars counted as the stubs count them
+    parts.append(f"{line_count(text)} lines, {len(text)} chars")
     return "; ".join(parts)
-
-
-def _failed(content: Any, status: Any, body: str) -> bool:
-    """Whether the result says its call failed: its error field, success flag or status, else its text."""
-    if isinstance(content, dict) and any(k in content for k in ("error", "success", *STATUS_KEYS)):
-        if content.get("error") not in (None, "", [], {}, False) or content.get("success") is False:
-            return True
-        codes = {key: _number(content.get(key)) for key in STATUS_KEYS}
-        http = codes.pop("status_code")  # an HTTP status: 2xx and 3xx are no failure
-        return any(code not in (None, 0) for code in codes.values()) or (http or 0) >= 400
-    if status is not None:
-        return _number(status) != 0
-    return FAILURE_TEXT.search(body) is not None
-
-
-def _error_line(content: Any, body: str) -> str | None:
-    """The first line saying what went wrong (past a traceback's header), else the error field's text."""
-    line = next((line.strip() for line in body.splitlines() if ERROR_LINE.search(line) and not TRACEBACK.match(line)),
-                None)
-    error = content.get("error") if isinstance(content, dict) else None
-    return line or (error.strip() if isinstance(error, str) else None)
-
-
-def _number(value: Any) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def fit(items: list[Item], budget: int, count, render=None) -> str:
