@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .frame import NO_FRAME, Chat, Frame, frame_of
 from .turn import RowError, Turn
 
 # OpenAI role -> planner role. "function" is the legacy (pre-tool_calls) form of "tool".
@@ -33,7 +34,7 @@ class OpenAIMessages:
     as they are but add no text.
 
     `Turn.text`, which is counted and summarized, is the message's text plus, on an assistant
-    message, one `<tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>` block per call (on its
+    message, its `reasoning_content` first as `<think>\n...\n</think>\n\n` (as Qwen3 renders it) and one `<tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>` block per call (on its
     own line after the text; arguments decoded from their JSON string when they parse), and, on a
     tool message, `<tool_response>\n{"tool_call_id": ..., "name": ..., "content": ...}\n</tool_response>`
     (the name taken from the call it answers when the message has none). These are the Hermes blocks
@@ -54,8 +55,16 @@ class OpenAIMessages:
     key = "messages"
     alternation = False  # tool messages pair with calls by id; `input.roles`/`input.dialect` do not apply
 
-    def bind(self, row: Any, schema: Any) -> "OpenAIMessages":  # no role names or dialect apply
-        return self
+    def __init__(self, frame: Frame = NO_FRAME):
+        self.frame = frame  # the row's top-level system and tools, rendered around its messages (frame.py)
+
+    def bind(self, row: Any, schema: Any) -> "OpenAIMessages":
+        """This adapter for one row: its frame (no role names or dialect apply)."""
+        messages = row.get(self.key) if isinstance(row, dict) else None
+        first = messages[0] if isinstance(messages, list) and messages and isinstance(messages[0], dict) else {}
+        role = first.get("role")
+        frame = frame_of(row, isinstance(role, str) and OPENAI_ROLES.get(role) == "system") if isinstance(row, dict) else NO_FRAME
+        return OpenAIMessages(frame) if frame else self
 
     def native_turns(self, row: dict[str, Any]) -> list[dict[str, Any]]:
         """The row's message objects, validated (see the class docstring for tool pairing).
@@ -112,6 +121,8 @@ class OpenAIMessages:
         content = turn.get("content")
         old = content_text(content)
         if turn["role"] == "assistant":
+            reasoning = _reasoning(turn)
+            text = text[len(reasoning):] if reasoning and text.startswith(reasoning) else text
             calls = _render_calls(turn)
             if calls and text.endswith(calls):
                 text = text[: -len(calls)]
@@ -140,9 +151,10 @@ class OpenAIMessages:
         legacy = turn.get("function_call") if turn.get("role") == "assistant" else None
         return calls + ([dict(legacy)] if legacy is not None else [])
 
-    def chat_messages(self, native: list[dict[str, Any]], chat_roles: dict[str, str]) -> list[dict[str, Any]]:
-        """The messages as they are (tool_calls and all): OpenAI rows already speak the templates' language."""
-        return native
+    def chat_messages(self, native: list[dict[str, Any]], chat_roles: dict[str, str]) -> Chat:
+        """The messages as they are (tool_calls, reasoning_content, name and all): OpenAI rows already
+        speak the templates' language; with the row's frame."""
+        return Chat(native, self.frame)
 
 
 def _check_message(i: int, message: Any) -> None:
@@ -155,7 +167,7 @@ def _check_message(i: int, message: Any) -> None:
         raise RowError("turn_not_a_string", f"message {i} 'role' is {type(role).__name__}, not a string")
     if role not in OPENAI_ROLES:
         raise RowError("unknown_role", f"message {i} has role {role!r} (expected one of {', '.join(OPENAI_ROLES)})")
-    for field in ("name", "tool_call_id"):
+    for field in ("name", "tool_call_id", "reasoning_content"):
         value = message.get(field)
         if value is not None and not isinstance(value, str):
             raise RowError("turn_not_a_string", f"message {i} '{field}' is {type(value).__name__}, not a string")
@@ -279,7 +291,7 @@ def _message_text(message: dict[str, Any], names: dict[str, str]) -> str:
     role = message["role"]
     if role == "assistant":
         calls = _render_calls(message)
-        return f"{text}\n{calls}" if text and calls else text or calls
+        return _reasoning(message) + (f"{text}\n{calls}" if text and calls else text or calls)
     if role in ("tool", "function"):
         call_id = message.get("tool_call_id")
         name = message.get("name") or names.get(call_id or "")
@@ -287,6 +299,13 @@ def _message_text(message: dict[str, Any], names: dict[str, str]) -> str:
         body = json.dumps({k: v for k, v in payload.items() if v is not None}, ensure_ascii=False)
         return f"<tool_response>\n{body}\n</tool_response>"
     return text
+
+
+def _reasoning(message: dict[str, Any]) -> str:
+    """An assistant message's reasoning_content as Qwen3-style templates render it before the text: part
+    of the turn, counted with it in count_mode `turns` and summarized with it (never shortened apart)."""
+    reasoning = message.get("reasoning_content") if message.get("role") == "assistant" else None
+    return f"<think>\n{reasoning.strip()}\n</think>\n\n" if reasoning else ""
 
 
 def _with_parts_text(parts: list[dict[str, Any]], old: str, new: str) -> list[dict[str, Any]]:
