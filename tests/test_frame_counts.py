@@ -222,3 +222,28 @@ def test_stats_counts_the_frame_as_compress_does(counters, tmp_path):
     rendered = sorted(trainer_length(counters["qwen3"], r) for r in read_jsonl(tmp_path / "in.jsonl"))
     stats = json.loads(res.stdout)
     assert (stats["tokens_before"]["min"], stats["tokens_before"]["max"]) == (rendered[0], rendered[-1])
+
+
+def test_show_counts_the_frame_as_compress_did(tmp_path, capsys):
+    """`show` gives each row's system prompt and tools their tokens (the turns rule), and its figures add
+    up to the run's: the kept turns' counts plus the frame are the row's compressed_tokens."""
+    from conftest import DEMO_TOKENIZER
+    from test_cli import hermes_rows
+    from test_show import cli
+
+    # LLaMA-Factory's columns: the system prompt out of the turns, the tools as JSON text
+    rows = [{**row, "id": f"r{i}", "system": SYSTEM, "tools": json.dumps(TOOLS),
+             "conversations": [t for t in row["conversations"] if t["from"] != "system"]}
+            for i, row in enumerate(hermes_rows(4, seed=3))]
+    src = write_jsonl(tmp_path / "in.jsonl", rows)
+    budget = ("--tokenizer", str(DEMO_TOKENIZER), "--target-max-tokens", "2500", "--summary-target-tokens", "200")
+    assert cli("compress", src, "-o", tmp_path / "out.jsonl", *budget, "-q") == 0
+    capsys.readouterr()
+    assert cli("show", tmp_path / "out.jsonl", "--input", src, "--json") == 0
+    shown = json.loads(capsys.readouterr().out)
+    counter = TokenCounter(str(DEMO_TOKENIZER))
+    fixed = sum(counter.count([SYSTEM, json.dumps(TOOLS, ensure_ascii=False)]))
+    assert len(shown) == 4 and any(item["status"] == "compressed" for item in shown)
+    for item in shown:
+        assert item["frame_tokens"] == fixed
+        assert item["tokens_after"] == sum(t["tokens"] for t in item["kept"]) + fixed
