@@ -78,6 +78,17 @@ def trainer_length(counter: TokenCounter, row: dict[str, Any]) -> int:
     return len(counter._tokenizer.apply_chat_template(messages, tools=tools, tokenize=True, return_dict=False))
 
 
+def rule_length(counter: TokenCounter, row: dict[str, Any]) -> int:
+    """count_mode turns' rule, written out: the turns' texts, the system prompt the trainer renders (the
+    column, when the row opens with no system turn) and the tools' compact JSON text."""
+    adapter = RowSchema().adapter(row)
+    texts = [t.text for t in adapter.turns(adapter.native_turns(row))]
+    messages, tools = trainer_messages(row)
+    if row.get("system") and messages[0]["content"] == row["system"]:
+        texts.append(row["system"])
+    return sum(counter.count(texts + ([json.dumps(tools, ensure_ascii=False)] if tools else [])))
+
+
 def measure(counter: TokenCounter, row: dict[str, Any], mode: str, costs_above: int | None = 0):
     adapter = RowSchema().adapter(row)
     native = adapter.native_turns(row)
@@ -200,7 +211,7 @@ def test_no_row_said_to_fit_renders_over_the_target_with_its_tools(counters, mod
             assert m.compressed_tokens == length
             assert m.still_over_limit == (length > target)
         else:
-            assert m.compressed_tokens == measure(counters["qwen3"], result.row, "turns").total
+            assert m.compressed_tokens == rule_length(counters["qwen3"], result.row)
             assert m.still_over_limit == (m.compressed_tokens > target)
         # nothing shortens the frame, nor a kept turn's reasoning
         source = by_id[result.row["id"]]
@@ -247,3 +258,25 @@ def test_show_counts_the_frame_as_compress_did(tmp_path, capsys):
     for item in shown:
         assert item["frame_tokens"] == fixed
         assert item["tokens_after"] == sum(t["tokens"] for t in item["kept"]) + fixed
+
+
+@pytest.mark.parametrize("mode", ["chat_template", "turns"])
+def test_every_segment_said_to_fit_renders_within_the_target_with_its_tools(counters, mode):
+    """--segments --prune: each view written is as long as the trainer renders it (frame and all), and
+    within the target unless flagged segment_cannot_fit."""
+    target = 4000
+    cfg = CompressionConfig(tokenizer_name=str(qwen3_folder()), count_mode=mode, target_max_tokens=target,
+                            summary_target_tokens=300, prune=True, segments=True, save_over_limit=True)
+    rows = [framed(as_openai(r)) for r in sample_rows(4)]
+    written = 0
+    for result in compress_rows(cfg, rows):
+        assert not result.rejected, result.detail
+        for out in result.rows:
+            m = out["compression_metrics"]
+            length = (trainer_length(counters["qwen3"], out) if mode == "chat_template"
+                      else rule_length(counters["qwen3"], out))
+            assert m["segment_tokens"] == length
+            assert m["segment_cannot_fit"] or length <= target
+            assert (out["system"], out["tools"]) == (SYSTEM, TOOLS)
+            written += 1
+    assert written > len(rows)  # some rows were cut into views
