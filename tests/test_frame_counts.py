@@ -280,3 +280,16 @@ def test_every_segment_said_to_fit_renders_within_the_target_with_its_tools(coun
             assert (out["system"], out["tools"]) == (SYSTEM, TOOLS)
             written += 1
     assert written > len(rows)  # some rows were cut into views
+
+
+def test_an_assistant_text_edit_keeps_its_reasoning_in_its_own_field():
+    """with_text on an assistant message whose text holds its rendered reasoning: the reasoning stays in
+    reasoning_content, never copied into the content (a summary merged before it, too)."""
+    row = framed(AGENT_ROW)
+    adapter = RowSchema().adapter(row)
+    native = adapter.native_turns(row)
+    turn = adapter.turns(native)[3]
+    edited = adapter.with_text(native[3], "[SUMMARY] earlier work.\n\n" + turn.text)
+    assert edited["content"] == "[SUMMARY] earlier work.\n\n" + AGENT_ROW["messages"][3]["content"]
+    assert edited["reasoning_content"] == native[3]["reasoning_content"]
+    assert adapter.turns([edited])[0].text.startswith("<think>\nStep 3")

@@ -114,15 +114,16 @@ class OpenAIMessages:
         text (a prefix such as the summary, or a suffix such as the notice) one text part is added
         before or after the others; otherwise the text parts are replaced by one, where the first
         was. On an assistant message the rendered calls at the end of `text`, if there, are
-        dropped (the calls themselves cannot be edited this way); on a tool message `text` becomes
+        dropped (the calls themselves cannot be edited this way), and so is its rendered reasoning (its
+        `reasoning_content` stays as it was); on a tool message `text` becomes
         the content. So `turns([with_text(m, t)])[0].text == t`, except on tool messages and on an
         assistant message whose calls do not end `t` (they are rendered after it again).
         """
         content = turn.get("content")
         old = content_text(content)
         if turn["role"] == "assistant":
-            reasoning = _reasoning(turn)
-            text = text[len(reasoning):] if reasoning and text.startswith(reasoning) else text
+            reasoning = _reasoning(turn)  # rendered into the text, kept in its own field: never in the content
+            text = text.replace(reasoning, "", 1) if reasoning else text
             calls = _render_calls(turn)
             if calls and text.endswith(calls):
                 text = text[: -len(calls)]
