@@ -1,10 +1,12 @@
 """The training tokenizer: load it once, count many texts per call, off the event loop.
 
 Two ways to measure a row (`compression.count_mode`):
-- `turns`: the sum of its turns' token counts, no special tokens (no BOS per turn);
+- `turns`: the sum of its turns' token counts, no special tokens (no BOS per turn), plus its frame's
+  (its top-level system prompt and tools, frame.py: `Frame.texts`) as the fixed overhead;
 - `chat_template`: the length of the tokenizer's chat template rendering of the whole conversation
-  (what `apply_chat_template(messages, tokenize=True)` gives an SFT trainer), split into per-turn
-  costs that add up exactly to it (see `TemplateLengths.costs`).
+  (what `apply_chat_template(messages, tools=tools, tokenize=True)` gives an SFT trainer, the frame's
+  system prompt leading the messages), split into per-turn costs that add up exactly to it (see
+  `TemplateLengths.costs`; the frame's share is overhead).
 """
 
 from __future__ import annotations
