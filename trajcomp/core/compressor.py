@@ -13,6 +13,7 @@ from typing import Any, Sequence
 from . import compaction
 from .assembly import Assembler
 from .config import CompressionConfig
+from .frame import Chat
 from .metrics import Outcome, RowMetrics, assistant_share
 from .passes import Attempt, Passes, plan_region, unchanged
 from .planner import Decision, Plan, PlanParams
@@ -212,7 +213,9 @@ class TrajectoryCompressor:
         return await self.passes.run(pruned.native, fmt, turns, now, p, original=measured)
 
     async def _measure(self, native, fmt, turns: Sequence[Turn], costs_above: int | None) -> Measured:
-        messages = fmt.chat_messages(native, self.config.chat_roles) if self.lengths.mode == "chat_template" else ()
+        # by turns, only the frame (the row's system and tools) besides the turns' texts
+        chat = fmt.chat_messages(native, self.config.chat_roles) if self.lengths.mode == "chat_template" else None
+        messages = chat if chat is not None else Chat((), fmt.frame)
         return await self.lengths.ameasure([t.text for t in turns], messages, costs_above)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .frame import NO_FRAME, Chat, Frame, frame_of
 from .observations import prefix_of
 from .turn import RowError, Turn
 
@@ -34,7 +35,7 @@ class OpenAIMessages:
     as they are but add no text.
 
     `Turn.text`, which is counted and summarized, is the message's text plus, on an assistant
-    message, one `<tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>` block per call (on its
+    message, its `reasoning_content` first as `<think>\n...\n</think>\n\n` (as Qwen3 renders it) and one `<tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>` block per call (on its
     own line after the text; arguments decoded from their JSON string when they parse), and, on a
     tool message, `<tool_response>\n{"tool_call_id": ..., "name": ..., "content": ...}\n</tool_response>`
     (the name taken from the call it answers when the message has none). These are the Hermes blocks
@@ -58,13 +59,19 @@ class OpenAIMessages:
     key = "messages"
     alternation = False  # tool messages pair with calls by id; `input.roles`/`input.dialect` do not apply
 
-    def __init__(self, observations: tuple[str, ...] = ()):
+    def __init__(self, observations: tuple[str, ...] = (), frame: Frame = NO_FRAME):
         self.observations = observations
+        self.frame = frame  # the row's top-level system and tools, rendered around its messages (frame.py)
 
     def bind(self, row: Any, schema: Any) -> "OpenAIMessages":
-        """This adapter with the schema's observation prefixes (no role names or dialect apply)."""
+        """This adapter for one row: the schema's observation prefixes and the row's frame (no role names or
+        dialect apply)."""
         prefixes = tuple(getattr(schema, "observations", ()))
-        return self if prefixes == self.observations else OpenAIMessages(prefixes)
+        messages = row.get(self.key) if isinstance(row, dict) else None
+        first = messages[0] if isinstance(messages, list) and messages and isinstance(messages[0], dict) else {}
+        role = first.get("role")
+        frame = frame_of(row, isinstance(role, str) and OPENAI_ROLES.get(role) == "system") if isinstance(row, dict) else NO_FRAME
+        return self if (prefixes, frame) == (self.observations, self.frame) else OpenAIMessages(prefixes, frame)
 
     def observation_prefix(self, message: dict[str, Any]) -> str | None:
         """The prefix that makes a user message an observation (None: it is not one)."""
@@ -121,13 +128,16 @@ class OpenAIMessages:
         text (a prefix such as the summary, or a suffix such as the notice) one text part is added
         before or after the others; otherwise the text parts are replaced by one, where the first
         was. On an assistant message the rendered calls at the end of `text`, if there, are
-        dropped (the calls themselves cannot be edited this way); on a tool message `text` becomes
+        dropped (the calls themselves cannot be edited this way), and so is its rendered reasoning (its
+        `reasoning_content` stays as it was); on a tool message `text` becomes
         the content. So `turns([with_text(m, t)])[0].text == t`, except on tool messages and on an
         assistant message whose calls do not end `t` (they are rendered after it again).
         """
         content = turn.get("content")
         old = content_text(content)
         if turn["role"] == "assistant":
+            reasoning = _reasoning(turn)  # rendered into the text, kept in its own field: never in the content
+            text = text.replace(reasoning, "", 1) if reasoning else text
             calls = _render_calls(turn)
             if calls and text.endswith(calls):
                 text = text[: -len(calls)]
@@ -156,9 +166,10 @@ class OpenAIMessages:
         legacy = turn.get("function_call") if turn.get("role") == "assistant" else None
         return calls + ([dict(legacy)] if legacy is not None else [])
 
-    def chat_messages(self, native: list[dict[str, Any]], chat_roles: dict[str, str]) -> list[dict[str, Any]]:
-        """The messages as they are (tool_calls and all): OpenAI rows already speak the templates' language."""
-        return native
+    def chat_messages(self, native: list[dict[str, Any]], chat_roles: dict[str, str]) -> Chat:
+        """The messages as they are (tool_calls, reasoning_content, name and all): OpenAI rows already
+        speak the templates' language; with the row's frame."""
+        return Chat(native, self.frame)
 
 
 def _check_message(i: int, message: Any) -> None:
@@ -171,7 +182,7 @@ def _check_message(i: int, message: Any) -> None:
         raise RowError("turn_not_a_string", f"message {i} 'role' is {type(role).__name__}, not a string")
     if role not in OPENAI_ROLES:
         raise RowError("unknown_role", f"message {i} has role {role!r} (expected one of {', '.join(OPENAI_ROLES)})")
-    for field in ("name", "tool_call_id"):
+    for field in ("name", "tool_call_id", "reasoning_content"):
         value = message.get(field)
         if value is not None and not isinstance(value, str):
             raise RowError("turn_not_a_string", f"message {i} '{field}' is {type(value).__name__}, not a string")
@@ -295,7 +306,7 @@ def _message_text(message: dict[str, Any], names: dict[str, str]) -> str:
     role = message["role"]
     if role == "assistant":
         calls = _render_calls(message)
-        return f"{text}\n{calls}" if text and calls else text or calls
+        return _reasoning(message) + (f"{text}\n{calls}" if text and calls else text or calls)
     if role in ("tool", "function"):
         call_id = message.get("tool_call_id")
         name = message.get("name") or names.get(call_id or "")
@@ -303,6 +314,13 @@ def _message_text(message: dict[str, Any], names: dict[str, str]) -> str:
         body = json.dumps({k: v for k, v in payload.items() if v is not None}, ensure_ascii=False)
         return f"<tool_response>\n{body}\n</tool_response>"
     return text
+
+
+def _reasoning(message: dict[str, Any]) -> str:
+    """An assistant message's reasoning_content as Qwen3-style templates render it before the text: part
+    of the turn, counted with it in count_mode `turns` and summarized with it (never shortened apart)."""
+    reasoning = message.get("reasoning_content") if message.get("role") == "assistant" else None
+    return f"<think>\n{reasoning.strip()}\n</think>\n\n" if reasoning else ""
 
 
 def _with_parts_text(parts: list[dict[str, Any]], old: str, new: str) -> list[dict[str, Any]]:

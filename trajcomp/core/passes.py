@@ -141,7 +141,7 @@ class Passes:
             # urgent: the rows behind this one wait for it to be written
             changed_counts = await self.counter.acount([text for _, text in made.changed], urgent=True)
             kept = sum(costs[: p.start]) + sum(costs[p.end :]) - sum(costs[i] for i, _ in made.changed if i >= 0)
-            tokens = kept + sum(changed_counts)
+            tokens = kept + sum(changed_counts) + measured.overhead  # the frame's, which no edit changes
         else:  # the rendering's pieces the row had are counted already: count the pieces the edit made
             messages = fmt.chat_messages(made.out, self.config.chat_roles)
             tokens = await asyncio.to_thread(self.lengths.measure_edit, measured, messages)

@@ -76,7 +76,7 @@ class Pruner:
             chosen.append(candidate)
             if total <= self.target:
                 break
-        return _pruned(native, turns, chosen, Measured(total, costs)) if chosen else None
+        return _pruned(native, turns, chosen, Measured(total, costs, measured.overhead)) if chosen else None
 
     def _fit_by_template(self, native, fmt, turns, found: list[Candidate], measured: Measured) -> Pruned | None:
         """The stubs' savings estimated by their texts, then the rendering measured exactly, one stub

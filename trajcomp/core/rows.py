@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from .frame import NO_FRAME, Chat, Frame, frame_of
 from .observations import BUILT_IN, prefix_of, resolve
 from .openai_rows import OPENAI, OPENAI_NAMES
 from .turn import RowError, Turn  # noqa: F401  (the turn types, named with the row schemas)
@@ -53,12 +54,13 @@ class ShareGPT:
 
     def __init__(self, roles: Mapping[str, str] = DEFAULT_ROLES, keys: tuple[str, str] = ("from", "value"),
                  names: Mapping[str, str] | None = None, alternation: bool = False,
-                 observations: tuple[str, ...] = ()):
+                 observations: tuple[str, ...] = (), frame: Frame = NO_FRAME):
         self.roles = roles
         self.role_key, self.text_key = keys
         self.names = names or {}  # planner role -> the name this row uses for it
         self.alternation = alternation
         self.observations = observations
+        self.frame = frame  # the row's top-level system and tools, rendered around its turns (frame.py)
 
     def bind(self, row: Any, schema: "RowSchema") -> "ShareGPT":
         """This adapter for one row: its keys and role names, the schema's mapping and dialect."""
@@ -75,7 +77,9 @@ class ShareGPT:
         if keys[0] == "role":  # a new turn in an OpenAI-style row says user/assistant
             names = {**OPENAI_NAMES, **names}
         lf = schema.dialect == "llamafactory" or (schema.dialect == "auto" and not LLAMAFACTORY_NAMES.isdisjoint(used))
-        return ShareGPT(schema.roles, keys, names, lf, schema.observations)
+        role = first.get(keys[0])
+        opens_with_system = isinstance(role, str) and schema.roles.get(role) == "system"  # LLaMA-Factory's rule
+        return ShareGPT(schema.roles, keys, names, lf, schema.observations, frame_of(row, opens_with_system))
 
     def native_turns(self, row: dict[str, Any]) -> list[dict[str, Any]]:
         """The row's turn objects, validated."""
@@ -132,10 +136,11 @@ class ShareGPT:
         """None: a ShareGPT turn's calls are in its text (<tool_call> blocks, or a function_call's JSON)."""
         return None
 
-    def chat_messages(self, native: list[dict[str, Any]], chat_roles: dict[str, str]) -> list[dict[str, Any]]:
-        """The turns as a chat template takes them: {"role", "content"}, roles mapped by `chat_roles`
-        (an observation by its row's role name: the template renders the user turn it is)."""
-        return [{"role": chat_roles[self.roles[t[self.role_key]]], "content": t[self.text_key]} for t in native]
+    def chat_messages(self, native: list[dict[str, Any]], chat_roles: dict[str, str]) -> Chat:
+        """The turns as a chat template takes them: {"role", "content"}, roles mapped by `chat_roles` (an
+        observation by its row's role name: the template renders the user turn it is); with the row's frame."""
+        return Chat([{"role": chat_roles[self.roles[t[self.role_key]]], "content": t[self.text_key]} for t in native],
+                    self.frame)
 
 
 SHAREGPT = ShareGPT()

@@ -180,8 +180,8 @@ class Segmenter:
         none to make); and each stub with the tokens it saves (its text's count against its output's)."""
         turns = row.fmt.turns(native)
         if self.lengths.mode == "turns":
-            counts = await self.counter.acount([t.text for t in turns])
-            measured = Measured(sum(counts), counts)
+            counts, fixed = await self.counter.acount([t.text for t in turns]), row.measured.overhead
+            measured = Measured(sum(counts) + fixed, counts, fixed)
         else:  # with its pieces, which the pruner's edits are measured against
             messages = row.fmt.chat_messages(native, self.config.chat_roles)
             measured = await self.lengths.ameasure([t.text for t in turns], messages, 0)
@@ -211,7 +211,7 @@ class Segmenter:
 
     async def _tokens(self, row: Row, native: list[dict[str, Any]]) -> int:
         if self.lengths.mode == "turns":
-            return sum(await self.counter.acount([t.text for t in row.fmt.turns(native)]))
+            return sum(await self.counter.acount([t.text for t in row.fmt.turns(native)])) + row.measured.overhead
         messages = row.fmt.chat_messages(native, self.config.chat_roles)
         return (await self.lengths.ameasure([], messages, None)).total
 
@@ -233,7 +233,8 @@ class Segmenter:
         measured = await self._measured(row, end)
         passes = self._passes(self._budget(row.cost(head, t)))
         # the head and the tail keep their stubs; the summary is written from the original turns
-        original = Measured(sum(row.measured.costs[:end]), row.measured.costs[:end]) if row.stubs else None
+        fixed = row.measured.overhead
+        original = Measured(sum(row.measured.costs[:end]) + fixed, row.measured.costs[:end], fixed) if row.stubs else None
         out, metrics, best = await passes.run(row.current[:end], row.fmt, row.turns[:end], measured,
                                               replace(p, total_tokens=measured.total), original, previous,
                                               max(0, upto - head))
@@ -277,7 +278,7 @@ class Segmenter:
     async def _measured(self, row: Row, end: int) -> Measured:
         if self.lengths.mode == "turns":
             costs = row.costs[:end]
-            return Measured(sum(costs), costs)
+            return Measured(sum(costs) + row.measured.overhead, costs, row.measured.overhead)
         messages = row.fmt.chat_messages(row.current[:end], self.config.chat_roles)
         return await self.lengths.ameasure([t.text for t in row.seen[:end]], messages, 0)
 

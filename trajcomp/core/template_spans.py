@@ -4,17 +4,60 @@ span holds its first character (tokens.TemplateLengths.costs).
 A turn's span ends where its text, as the template shows it, ends in the rendering (found by its
 last characters, so templates that drop an old <think> block or strip spaces still match); it
 holds the markup before its text. What every rendering opens with is the fixed overhead: where a
-rendering without turn 0 stops agreeing with this one.
+rendering without turn 0 stops agreeing with this one. What a row's frame (its top-level system prompt
+and tools, frame.py) adds is overhead too, wherever the template puts it (Qwen3: the tools after a
+system turn's text): the stretch where the rendering stops and starts again agreeing with the
+rendering of the bare messages.
 """
 
 from __future__ import annotations
 
 import bisect
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from .openai_rows import content_text
 
 EDGE_CHARS = 64  # enough of a turn's start or end to find it again, short enough to survive a template's edits
+
+
+@dataclass(frozen=True)
+class Spans:
+    """Where each turn's span begins in a rendering, and the stretch its frame added (None: none)."""
+
+    starts: list[int]
+    frame: tuple[int, int] | None = None
+
+    def owner(self, at: int) -> int:
+        """The turn whose span holds the character `at`; -1 for the overhead (kept last)."""
+        if self.frame is not None and self.frame[0] <= at < self.frame[1]:
+            return -1
+        return owner(self.starts, at)
+
+    def whole(self, start: int, end: int) -> int | None:
+        """The one owner of the characters [start, end), or None when a span or the frame's stretch
+        begins or ends inside them (the frame's stretch may lie inside a turn's span: Qwen3's tools)."""
+        edges = sorted([*self.starts, *(self.frame or ())])
+        if bisect.bisect_right(edges, start) != bisect.bisect_right(edges, end - 1):
+            return None
+        return self.owner(start)
+
+
+def spans(messages: Sequence[dict[str, Any]], text: str, render: Callable[[Sequence[dict[str, Any]]], str]) -> Spans:
+    """The spans of `text`, the rendering of `messages` (a Chat, with its frame, or plain messages)."""
+    starts = turn_starts(messages, text, render)
+    frame = getattr(messages, "frame", None)
+    if not frame:
+        return Spans(starts)
+    return Spans(starts, _added(render(list(messages)), text))
+
+
+def _added(bare: str, text: str) -> tuple[int, int]:
+    """The one stretch of `text` that holds what it has and `bare` lacks: between their shared prefix and
+    shared suffix. (Where a template puts the frame in two places, the turns between go with it.)"""
+    start = _shared_prefix(bare, text)
+    end = min(_shared_prefix(bare[::-1], text[::-1]), min(len(bare), len(text)) - start)
+    return start, len(text) - end
 
 
 def turn_starts(messages: Sequence[dict[str, Any]], text: str, render: Callable[[Sequence[dict[str, Any]]], str]) -> list[int]:

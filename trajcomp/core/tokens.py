@@ -1,10 +1,12 @@
 """The training tokenizer: load it once, count many texts per call, off the event loop.
 
 Two ways to measure a row (`compression.count_mode`):
-- `turns`: the sum of its turns' token counts, no special tokens (no BOS per turn);
+- `turns`: the sum of its turns' token counts, no special tokens (no BOS per turn), plus its frame's
+  (its top-level system prompt and tools, frame.py: `Frame.texts`) as the fixed overhead;
 - `chat_template`: the length of the tokenizer's chat template rendering of the whole conversation
-  (what `apply_chat_template(messages, tokenize=True)` gives an SFT trainer), split into per-turn
-  costs that add up exactly to it (see `TemplateLengths.costs`).
+  (what `apply_chat_template(messages, tools=tools, tokenize=True)` gives an SFT trainer, the frame's
+  system prompt leading the messages), split into per-turn costs that add up exactly to it (see
+  `TemplateLengths.costs`; the frame's share is overhead).
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from typing import Any, Sequence
 
 from .batching import BATCHES_AT_ONCE, ENCODE_CHARS, MAX_CHARS, CoalescingCounter, counting_threads, split_by_chars
 from .count_cache import CountCache
+from .frame import frame_of_messages, parts
 from .split_tokens import Pieces, SplitTokens
-from .template_spans import owner, turn_starts
+from .template_spans import spans
 from .tokenizer_loading import TokenizerLoadError, load, read_template
 
 
@@ -121,8 +124,10 @@ class TokenCounter:
         return bool(getattr(self._tokenizer, "chat_template", None))
 
     def render(self, messages: Sequence[dict[str, Any]]) -> str:
-        """The chat template's text for `messages`, with no generation prompt (as SFT trainers render rows)."""
-        return self._tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=False)
+        """The chat template's text for `messages`, with no generation prompt (as SFT trainers render rows);
+        a Chat's frame with them: its system prompt first, its tools as `tools=` (frame.py)."""
+        every, tools = parts(messages)
+        return self._tokenizer.apply_chat_template(every, tools=tools, tokenize=False, add_generation_prompt=False)
 
     def encode(self, texts: Sequence[str]) -> list[Any]:
         """Encodings (ids and character offsets) of `texts`, no special tokens added, in one batched call."""
@@ -221,18 +226,25 @@ class TurnLengths:
         self.counter = counter
 
     def measure(self, texts: Sequence[str], messages: Sequence[dict[str, Any]], costs_above: int | None) -> Measured:
-        """The row's length; per-turn costs always (they are how it is counted)."""
-        counts = self.counter.count(texts)
-        return Measured(sum(counts), counts)
+        """The row's length; per-turn costs always (they are how it is counted). A Chat's frame (its system
+        prompt and tools, frame.py) is counted by `Frame.texts`' rule, as the fixed overhead."""
+        fixed = frame_of_messages(messages).texts()
+        return _by_turns(self.counter.count([*texts, *fixed]), len(texts))
 
     async def ameasure(self, texts: Sequence[str], messages: Sequence[dict[str, Any]], costs_above: int | None) -> Measured:
         """`measure` off the event loop, counted together with the other rows in flight."""
-        urgent = bool(costs_above) and self.counter.likely_over(texts, costs_above)
-        counts = await self.counter.acount(texts, urgent)
-        return Measured(sum(counts), counts)
+        fixed = frame_of_messages(messages).texts()
+        urgent = bool(costs_above) and self.counter.likely_over([*texts, *fixed], costs_above)
+        return _by_turns(await self.counter.acount([*texts, *fixed], urgent), len(texts))
 
     def turn_markup(self, chat_role: str) -> int:
         return 0  # bare values: a turn costs its text and nothing more
+
+
+def _by_turns(counts: list[int], turns: int) -> Measured:
+    """The turns' counts as costs, the frame's after them as the overhead."""
+    overhead = sum(counts[turns:])
+    return Measured(sum(counts[:turns]) + overhead, counts[:turns], overhead)
 
 
 # Only where a chat_template row goes first (a count, or the encoding its costs need): far more characters a
@@ -322,22 +334,24 @@ class TemplateLengths:
 
     def costs(self, messages: Sequence[dict[str, Any]], text: str, encoding: Any) -> Measured:
         """Each token of the rendering goes to the turn whose span holds its first character (template_spans.py);
-        what every rendering opens with (a BOS, a default system prompt's header) is the fixed overhead."""
+        what every rendering opens with (a BOS, a default system prompt's header) and what the row's frame
+        adds (its system prompt, its tools) are the fixed overhead."""
         counts = [0] * (len(messages) + 1)  # the last: the overhead
-        starts = turn_starts(messages, text, self.counter.render)
+        owner = spans(messages, text, self.counter.render).owner
         for begin, _ in encoding.offsets:
-            counts[owner(starts, begin)] += 1
+            counts[owner(begin)] += 1
         return Measured(len(encoding), counts[:-1], counts[-1])
 
     def _by_pieces(self, messages: Sequence[dict[str, Any]], text: str, total: int, pieces: Pieces) -> Measured | None:
         """`costs` from the rendering's `pieces` (split_tokens.py), exactly as from its offsets: a part
         inside one turn's span is all that turn's; only a part that crosses a span's start is encoded
         with its offsets (None if that encoding disagrees with the pieces)."""
-        starts = turn_starts(messages, text, self.counter.render)
+        found = spans(messages, text, self.counter.render)
+        owner = found.owner
         counts = [0] * (len(messages) + 1)  # the last: the overhead
         for part in self.split.parts(text, pieces):
-            turn = owner(starts, part.start)
-            if turn == owner(starts, part.end - 1):
+            turn = found.whole(part.start, part.end)
+            if turn is not None:
                 counts[turn] += part.tokens
             elif part.tokens:
                 offsets = self.counter.encode([part.prefix + part.text])[0].offsets[1 if part.prefix else 0:]
@@ -345,7 +359,7 @@ class TemplateLengths:
                     return None
                 shift = part.start - len(part.prefix)
                 for begin, _ in offsets:
-                    counts[owner(starts, begin + shift)] += 1
+                    counts[owner(begin + shift)] += 1
         return Measured(total, counts[:-1], counts[-1], pieces)
 
 

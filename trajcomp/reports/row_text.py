@@ -67,6 +67,8 @@ def _figures(view: RowView) -> str:
             parts.append(f"error: {m['error']}")
     if view.input_turns is not None:
         parts.append(f"turns {len(view.input_turns)} → {len(view.kept)}")
+    if view.frame_tokens:
+        parts.append(f"system prompt and tools {number(view.frame_tokens)} tokens (never shortened)")
     return " · ".join(parts)
 
 

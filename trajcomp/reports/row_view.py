@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ..core.planner import PlanParams, alternation_parity, summarizable
-from ..core.rows import RowSchema, Turn
+from ..core.rows import RowError, RowSchema, Turn
 from .pairing import METRICS_KEY, Paired, Shape, shape_of, turns_of
 
 
@@ -55,6 +55,8 @@ class RowView:
     notes: list[str] = field(default_factory=list)  # what cannot be known about this row
     originals: dict[int, TurnView] = field(default_factory=dict)  # with the input: kept turn -> the output its stub replaced
     segment: dict[str, Any] | None = None  # compression.segments: {"index", "count"} of this output row
+    # the row's top-level system prompt and tools (core/frame.py), counted by the turns rule: no summary shortens them
+    frame_tokens: int = 0
 
     @property
     def summary_index(self) -> int | None:
@@ -64,12 +66,12 @@ class RowView:
     def tokens_before(self) -> int | None:
         if self.metrics is not None:
             return self.metrics.get("original_tokens")
-        return sum(t.tokens for t in self.input_turns) if self.input_turns is not None else None
+        return sum(t.tokens for t in self.input_turns) + self.frame_tokens if self.input_turns is not None else None
 
     @property
     def tokens_after(self) -> int:
         if self.metrics is None:
-            return sum(t.tokens for t in self.kept)
+            return sum(t.tokens for t in self.kept) + self.frame_tokens
         # A segment's own length; compressed_tokens is its input row's longest segment.
         return self.metrics.get("segment_tokens" if self.segment else "compressed_tokens")
 
@@ -81,6 +83,8 @@ class RowView:
             out["id"] = self.id
         if self.segment is not None:
             out["segment"] = self.segment
+        if self.frame_tokens:
+            out["frame_tokens"] = self.frame_tokens
         out.update({
             "status": self.status, "tokens_before": self.tokens_before, "tokens_after": self.tokens_after,
             "summary": self.kept[k].text if k is not None else None,
@@ -102,9 +106,11 @@ def build_views(rows: Sequence[tuple[int, dict[str, Any], Paired | None]], count
     `target`: the run's target_max_tokens, when its report is at hand."""
     read = [(turns_of(out, schema) or ([], []))[1] for _, out, _ in rows]
     read_in = [(turns_of(p.row, schema) or ([], []))[1] if p else [] for _, _, p in rows]
-    texts = [t.text for turns in read + read_in for t in turns]
+    frames = [_frame_texts(out, schema) for _, out, _ in rows]
+    texts = [t.text for turns in read + read_in for t in turns] + [text for frame in frames for text in frame]
     counts = iter(counter.count(texts))
     counted = [[next(counts) for _ in turns] for turns in read + read_in]
+    framed = [sum(next(counts) for _ in frame) for frame in frames]
     views = []
     for i, (position, out, paired) in enumerate(rows):
         metrics = out.get(METRICS_KEY) if isinstance(out.get(METRICS_KEY), dict) else None
@@ -112,15 +118,30 @@ def build_views(rows: Sequence[tuple[int, dict[str, Any], Paired | None]], count
         shape = shape_of(None if segment else metrics, read[i], prefix)  # a segment's summary: by its prefix
         kept = [TurnView(t.role, t.text, n, j == shape.summary) for j, (t, n) in enumerate(zip(read[i], counted[i]))]
         view = RowView(position, out.get("id"), metrics, _status(metrics), kept, source, target=target,
-                       has_id="id" in out, segment=segment)
+                       has_id="id" in out, segment=segment, frame_tokens=framed[i])
         if paired is not None:
             inputs = [TurnView(t.role, t.text, n) for t, n in zip(read_in[i], counted[len(rows) + i])]
             view.input_where, view.input_turns, view.region = paired.where, inputs, paired.region
             view.replaced = inputs[paired.region[0]:paired.region[1]] if paired.region else []
             view.originals = _stubbed(kept, inputs, shape.summary) if shape.pruned else {}
-        _explain(view, read[i], shape, params, schema.adapter(out).alternation)
+        _explain(view, read[i], shape, params, _alternation(out, schema))
         views.append(view)
     return views
+
+
+def _frame_texts(row: Any, schema: RowSchema) -> list[str]:
+    """The texts of the row's system prompt and tools, as count_mode turns counts them (none: unreadable)."""
+    try:
+        return schema.adapter(row).frame.texts()
+    except RowError:
+        return []
+
+
+def _alternation(row: Any, schema: RowSchema) -> bool:
+    try:
+        return schema.adapter(row).alternation
+    except RowError:
+        return False
 
 
 def _stubbed(kept: list[TurnView], inputs: list[TurnView], summary: int | None) -> dict[int, TurnView]:
@@ -169,10 +190,11 @@ def why(view: RowView, turns: list[Turn], shape: Shape, params: PlanParams, alte
         head, tail, between = costs[:start], costs[limit:], sum(costs[start:limit])
         what = (f"the {_turns(limit - start)} between them ({between:,} tokens) are no more than a summary would take"
                 if between else "no turn lies between them to summarize")
-    fixed = sum(head) + sum(tail)
+    fixed = sum(head) + sum(tail) + view.frame_tokens
     against = f"a target of {target:,}" if target is not None else "the run's target (no report beside the output names it)"
-    text = (f"the protected head ({_turns(len(head))}) and the last {_turns(len(tail))} alone are {fixed:,} tokens "
-            f"against {against}; {what}. ")
+    frame = f", with the row's system prompt and tools ({view.frame_tokens:,} tokens)," if view.frame_tokens else ""
+    text = (f"the protected head ({_turns(len(head))}) and the last {_turns(len(tail))}{frame} alone are {fixed:,} "
+            f"tokens against {against}; {what}. ")
     text += _remedy(m, fixed, target, last_n)
     return Why(text, target, len(head), sum(head), len(tail), sum(tail), between, m.get("error"))
 

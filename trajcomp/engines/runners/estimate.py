@@ -123,11 +123,13 @@ def _plan(roles: list[str], measured: Measured, params: PlanParams) -> Plan:
 def _measures(chunk: list[tuple], lengths, cfg) -> Iterator[Measured]:
     """Each row's length and per-turn costs: turns counted in one batch for the whole chunk, or each
     rendering by the chat template (split into turns only when over the target)."""
-    if lengths.mode == "turns":
-        counts = iter(lengths.counter.count([t.text for turns, _, _ in chunk for t in turns]))
-        for turns, _, _ in chunk:
+    if lengths.mode == "turns":  # each row's turns, then its frame's texts (its fixed overhead)
+        texts = [text for turns, adapter, _ in chunk for text in [t.text for t in turns] + adapter.frame.texts()]
+        counts = iter(lengths.counter.count(texts))
+        for turns, adapter, _ in chunk:
             costs = list(islice(counts, len(turns)))
-            yield Measured(sum(costs), costs)
+            fixed = sum(islice(counts, len(adapter.frame.texts())))
+            yield Measured(sum(costs) + fixed, costs, fixed)
         return
     for turns, adapter, native in chunk:
         yield lengths.measure((), adapter.chat_messages(native, cfg.chat_roles), cfg.target_max_tokens)
