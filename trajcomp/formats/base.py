@@ -8,12 +8,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, Sequence
 
+from ..core import json_codec
 from ..core.rows import RowError
 
 
 def json_text(value: Any) -> str:
-    """A value as JSON text, as every output writes it (default=str: Parquet values JSON has no type for)."""
-    return json.dumps(value, ensure_ascii=False, default=str)
+    """A value as JSON text, as every output writes it (core/json_codec.py; default=str: Parquet values JSON
+    has no type for)."""
+    return json_codec.text(value)
 
 
 @dataclass(frozen=True)

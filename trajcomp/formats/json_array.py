@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from ..core import json_codec
 from .base import AtomicFile, Record
 from .jsonl import SURROGATE_ESCAPE, JsonlFormat, as_record, unicode_error
 
@@ -43,7 +44,7 @@ class JsonArrayFormat(JsonlFormat):
         source = str(path)
         try:
             raw = Path(path).read_bytes()
-            data = json.loads(raw)  # bytes: the encoding (and a BOM) is detected
+            data, slow = json_codec.loads_checked(raw)  # bytes: the encoding (and a BOM) is detected
         except UnicodeDecodeError as exc:
             raise ValueError(f"{path}: not UTF-8 text (byte {exc.start}): {exc.reason}") from exc
         except ValueError as exc:
@@ -53,7 +54,8 @@ class JsonArrayFormat(JsonlFormat):
                 f"{path}: the top level is a JSON {json_kind(data)}, not an array of objects "
                 "(a .json input must be one array of rows; use .jsonl for one object per line)"
             )
-        check_unicode = SURROGATE_ESCAPE.search(raw.decode("utf-8", errors="replace")) is not None
+        # Only a file orjson refused may escape half a surrogate pair (json_codec.loads_checked).
+        check_unicode = slow and SURROGATE_ESCAPE.search(raw.decode("utf-8", errors="replace")) is not None
         del raw
         for index in range(len(data)):
             element, data[index] = data[index], None

@@ -7,8 +7,9 @@ import re
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Sequence
 
+from ..core import json_codec
 from ..core.rows import RowError
-from .base import AtomicFile, Format, PartWriter, Record, StreamPart, concat_files, json_text
+from .base import AtomicFile, Format, PartWriter, Record, StreamPart, concat_files
 
 # JSON may escape half of a surrogate pair ("\ud800") that no UTF-8 file can hold: such a row
 # could not be written, so it is rejected. The regex keeps the costly check to rows that need it.
@@ -31,10 +32,11 @@ def parse_line(source: str, number: int, data: bytes) -> Record:
         return Record(source, number, raw, error=RowError("invalid_utf8", f"not UTF-8 at byte {exc.start}"))
     raw = text.rstrip("\r\n")
     try:
-        row = json.loads(raw)
+        row, slow = json_codec.loads_checked(data, raw)
     except ValueError as exc:
         return Record(source, number, raw, error=RowError("invalid_json", f"not valid JSON: {exc}"))
-    if SURROGATE_ESCAPE.search(raw) and (error := unicode_error(row)) is not None:
+    # Only a line orjson refused may escape half a surrogate pair: the others skip the search (0.2 ms a row).
+    if slow and SURROGATE_ESCAPE.search(raw) and (error := unicode_error(row)) is not None:
         return Record(source, number, raw, error=error)
     return as_record(source, number, raw, row)
 
@@ -108,7 +110,7 @@ def _lines_within(handle: IO[bytes], size: int) -> Iterator[bytes]:
 
 
 def dumps(row: Any) -> bytes:
-    return (json_text(row) + "\n").encode("utf-8")
+    return json_codec.line(row)
 
 
 def encode_rows(rows: Iterable[dict[str, Any]]) -> bytes:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
 
+from ..core import json_codec
 from ..core.summarizer import Summarizer, Summary, SummaryError, SummaryRequest  # noqa: F401  (public names)
 from ..core.summary_turn import DEFAULT_PREFIX as SUMMARY_PREFIX  # noqa: F401  (public name)
 
 
 def request_key(parts: dict[str, Any]) -> str:
     """A stable hash of everything that decides a summary (model, prompt, temperature, max_tokens)."""
-    blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return hashlib.sha256(json_codec.canonical(parts)).hexdigest()

@@ -8,12 +8,12 @@ online summaries use (http.py): one place for headers, timeouts and retries.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 
+from ..core import json_codec
 from .http import APIError, Endpoint, Response, RetryPolicy, retried
 
 CHAT_URL = "/v1/chat/completions"
@@ -25,7 +25,7 @@ LISTED = 100  # batches asked for at once when looking for one created before a 
 def request_line(custom_id: str, body: dict[str, Any]) -> bytes:
     """One line of a batch input file (OpenAI's format, which vLLM's run_batch reads too)."""
     line = {"custom_id": custom_id, "method": "POST", "url": CHAT_URL, "body": body}
-    return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    return json_codec.line(line)
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,12 @@ past `max_retries`, gives the row its `on_failure`.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ...core import json_codec
 from ...core.redact import one_line
 
 KEY = re.compile(r"[0-9a-f]{64}")  # a request key (summarizers.base.request_key): nothing else is trajcomp's
@@ -104,7 +104,7 @@ class ResultsReader:
 def parsed(raw: str) -> Any:
     """A line's JSON value, or None when it is not JSON."""
     try:
-        return json.loads(raw)
+        return json_codec.loads(raw)
     except ValueError:
         return None
 

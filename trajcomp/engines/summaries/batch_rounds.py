@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable
 
+from ...core import json_codec
 from ...core.compressor import RowResult
 from ...core.summarizer import SummaryPending
 from ...formats import format_for
@@ -244,7 +245,7 @@ class BatchBuyer:
         unanswered: Counter = Counter()
         why = "no result for the request" if status.status == "completed" else f"batch {status.status}"
         with open(self.ledger.input_file(entry), encoding="utf-8") as lines:
-            keys = [json.loads(line)["custom_id"] for line in lines]
+            keys = [json_codec.loads(line)["custom_id"] for line in lines]
         for key in keys:
             if key not in seen and self.cache.get(key) is None:
                 self.cache.put_attempt(key, status.id, why=why)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import os
 import secrets
 import socket
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...core import json_codec
 from ...core.summarizer import Summarizer, Summary, SummaryRequest
 from ...summarizers.checks import CHECK_FAILED
 from ..storage.remote import is_uri, open_uri
@@ -157,8 +157,7 @@ class Attempt:
 
 def _attempt_line(key: str, attempt: str, why: str | None, answer: str | None) -> bytes:
     said = {**({"failed": why} if why is not None else {}), **({"answer": answer} if answer is not None else {})}
-    return json.dumps({"key": key, "attempt": attempt, **said, "sha256": _checksum(said)},
-                      ensure_ascii=False).encode("utf-8")
+    return json_codec.dumps({"key": key, "attempt": attempt, **said, "sha256": _checksum(said)})
 
 
 def _said(entry: dict[str, Any]) -> Any:
@@ -177,13 +176,12 @@ def _encoded(key: str, summary: Summary, checked: str | None = None) -> bytes:
         value["checks_failed"] = list(summary.checks_failed)
     if checked is not None:
         value["checked"] = checked
-    return json.dumps({"key": key, "summary": value, "sha256": _checksum(value)}, ensure_ascii=False).encode("utf-8")
+    return json_codec.dumps({"key": key, "summary": value, "sha256": _checksum(value)})
 
 
 def _checksum(value: Any) -> str:
     """128 bits of the sha256 of the summary as canonical JSON (whatever fields it has)."""
-    canonical = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
+    return hashlib.sha256(json_codec.canonical(value)).hexdigest()[:32]
 
 
 @dataclass(frozen=True)
@@ -211,7 +209,7 @@ def _parsed(line: bytes) -> dict[str, Any] | None:
     """An entry, or None when it is torn or altered. An entry without a checksum (an older cache's) is
     taken when it parses; one whose checksum is present and wrong never is."""
     try:
-        entry = json.loads(line)
+        entry = json_codec.loads(line)
     except ValueError:
         return None
     if not isinstance(entry, dict) or not isinstance(entry.get("key"), str):
