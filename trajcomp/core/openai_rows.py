@@ -4,7 +4,7 @@ tool_calls and content parts kept; see `OpenAIMessages`."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Sequence
 
 from .turn import RowError, Turn
 
@@ -91,11 +91,13 @@ class OpenAIMessages:
             out.append(Turn(OPENAI_ROLES[role], _message_text(message, names)))
         return out
 
-    def make_turn(self, role: str, text: str) -> dict[str, Any]:
-        """A new message of planner role `role`; not "tool", which needs a call to answer."""
+    def make_turn(self, role: str, text: str, like: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+        """A new message of planner role `role`; not "tool", which needs a call to answer. Its content is
+        in the shape of the row's messages `like` (parts_shaped): one text part, or a string."""
         if role not in OPENAI_NAMES:
             raise ValueError(f"cannot make an OpenAI message of role {role!r}")
-        return {"role": OPENAI_NAMES[role], "content": text}
+        content: Any = [{"type": "text", "text": text}] if parts_shaped(like) else text
+        return {"role": OPENAI_NAMES[role], "content": content}
 
     def with_text(self, turn: dict[str, Any], text: str) -> dict[str, Any]:
         """`turn` with its text set to `text`, every other field kept (the input is not changed).
@@ -287,6 +289,14 @@ def _message_text(message: dict[str, Any], names: dict[str, str]) -> str:
         body = json.dumps({k: v for k, v in payload.items() if v is not None}, ensure_ascii=False)
         return f"<tool_response>\n{body}\n</tool_response>"
     return text
+
+
+def parts_shaped(messages: Sequence[dict[str, Any]]) -> bool:
+    """Whether a row's messages hold their content as lists of parts: its first user message's does (the
+    summary is a user message, so it takes that shape), or, with no user content, its first content's."""
+    contents = [m.get("content") for m in messages if m.get("role") == "user" and m.get("content") is not None]
+    contents = contents or [m.get("content") for m in messages if m.get("content") is not None]
+    return bool(contents) and isinstance(contents[0], list)
 
 
 def _with_parts_text(parts: list[dict[str, Any]], old: str, new: str) -> list[dict[str, Any]]:
