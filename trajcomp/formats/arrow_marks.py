@@ -13,7 +13,8 @@ field's Arrow metadata, key MARK), and the reader undoes what the mark says:
 
 The turn columns (`conversations`, `messages`) and `compression_metrics` stay typed when turns lack
 keys (as `datasets` types them, so a trainer reads the turns as structs): their fields are marked one
-by one. Any other column that does not share one shape is stored as JSON (a trainer renders a
+by one (a key JSON null in some turns and missing in others then reads back null in all: the
+one case where a key is added). Any other column that does not share one shape is stored as JSON (a trainer renders a
 tool schema's keys as they are; a merged schema would show keys that were never there).
 """
 
@@ -71,6 +72,17 @@ def null_mark(values: Sequence[Any]) -> bytes | None:
     return ABSENT if missing else NULL if null else None
 
 
+def turn_mark(values: Sequence[Any]) -> bytes | None:
+    """null_mark for a turn field, where JSON nulls in some turns and the key missing in others give NULL:
+    the missing keys read back as nulls. That is the turns' own convention (rows typed by `datasets`
+    hold every key, null where unset; the summary turn trajcomp adds has none), and it keeps the turns
+    structs, which JSON text would not."""
+    try:
+        return null_mark(values)
+    except Conflict:
+        return NULL
+
+
 def struct_of(t: pa.DataType) -> pa.StructType | None:
     """The struct a field-wise column's objects have: the column's own, or its lists' items'."""
     if pa.types.is_struct(t):
@@ -122,7 +134,7 @@ def fieldwise_type(t: pa.DataType, found: list[dict[str, Any]]) -> pa.DataType:
         values = [o.get(f.name, MISSING) for o in found]
         if not uniform(v for v in values if v is not MISSING):
             raise Conflict()
-        fields.append(marked(f, null_mark(values)))
+        fields.append(marked(f, turn_mark(values)))
     return with_struct(t, pa.struct(fields))
 
 

@@ -273,10 +273,12 @@ def to_table(rows: Sequence[dict[str, Any]], schema: pa.Schema | None = None) ->
 # ---- joining ----------------------------------------------------------------------------------
 
 
-def _joined_mark(marks: Sequence[bytes | None]) -> bytes | None:
+def _joined_mark(marks: Sequence[bytes | None], turn_field: bool = False) -> bytes | None:
     kinds = set(marks) - {None}
-    if JSON in kinds or {ABSENT, NULL} <= kinds:
+    if JSON in kinds or {ABSENT, NULL} <= kinds and not turn_field:
         raise Conflict()
+    if {ABSENT, NULL} <= kinds:  # a turn field: as arrow_marks.turn_mark
+        return NULL
     return ABSENT if ABSENT in kinds else NULL if NULL in kinds else None
 
 
@@ -299,7 +301,7 @@ def _joined_field(name: str, candidates: Sequence[pa.Field], missing: bool, stri
     """The field of a column over parts: one type and one mark that hold every part's values exactly,
     else JSON (raised as Conflict where `strict`: inside a field-wise column)."""
     try:
-        mark = _joined_mark([mark_of(c) for c in candidates] + ([ABSENT] if missing else []))
+        mark = _joined_mark([mark_of(c) for c in candidates] + ([ABSENT] if missing else []), strict)
         types = [c.type for c in candidates if not pa.types.is_null(c.type)]
         if not types:
             t = pa.null()
