@@ -82,3 +82,21 @@ def test_the_same_index_as_the_bisection_on_sample_regions_in_fewer_counts(count
 )
 def test_the_same_index_as_the_bisection_on_any_text(counter, body, ids, budget):
     assert with_index(body, ids, budget, counter.count) == oracle(body, ids, budget, counter.count)
+
+
+def test_the_index_keeps_names_before_the_bare_numbers_of_a_listing(counter):
+    listing = "\n".join(f"-rw-r--r-- 1 dev dev {size} Mar  3 10:0{i} {name}" for i, (size, name) in enumerate(
+        [(1004, "README.md"), (5143, "setup.py"), (1836, "Makefile"), (9120, "LICENSE"), (2048, "main.go")]))
+    turns = [
+        Turn("gpt", '<tool_call>\n{"name": "terminal", "arguments": {"command": "cat src/lexer/token.go"}}\n</tool_call>'),
+        Turn("tool", "package lexer // see /work/repo/src/lexer/token.go, ParseError on bad input"),
+        Turn("gpt", '<tool_call>\n{"name": "terminal", "arguments": {"command": "ls -la"}}\n</tool_call>'),
+        Turn("tool", listing),  # the most recent: its sizes came first before
+    ]
+    found = extract(turns)
+    assert set(found) >= {"/work/repo/src/lexer/token.go", "ParseError", "1004", "5143"}
+    index = with_index("Summary.", found, 40, counter.count)
+    listed = index.split(INDEX_HEAD, 1)[1].split(", ")
+    assert "ParseError" in listed and not any(ident.isdigit() for ident in listed)  # it was all byte sizes
+    numbers = [i for i, ident in enumerate(found) if ident.isdigit()]
+    assert numbers and min(numbers) > max(i for i, ident in enumerate(found) if not ident.isdigit())

@@ -21,6 +21,7 @@ from trajcomp.core.config import CompressionConfig
 from trajcomp.core.metrics import Outcome
 from trajcomp.core.planner import PlanParams, plan
 from trajcomp.core.openai_rows import OpenAIMessages
+from trajcomp.core.openai_rows import parts_shaped as OPENAI_PARTS
 from trajcomp.core.rows import FORMATS_BY_NAME, RowError, ShareGPT, Turn, detect_format
 from trajcomp.summarizers import SUMMARY_PREFIX
 from trajcomp.core.tokens import TokenCounter
@@ -173,7 +174,8 @@ def check_output(native, out, metrics, cfg: CompressionConfig) -> None:
         assert out[start + 1 :] == native[end + 1 :]
     else:
         assert summary == {"role": "user", "content": summary["content"]}
-        assert isinstance(summary["content"], str)
+        # A string, or one text part where the row's first user message holds parts.
+        assert isinstance(summary["content"], list if OPENAI_PARTS(native) else str)
         assert out[start + 1 :] == native[end:]
     assert metrics.compressed_turns == len(out)
 
@@ -669,3 +671,26 @@ def test_property_compression_always_keeps_calls_and_answers_paired(
     out, metrics = compress(cfg, messages, counter)
     assert messages == before
     check_output(messages, out, metrics, cfg)
+
+
+def as_parts(native: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages with each string content made one text part (as OpenHands SDK rows hold them)."""
+    return [{**m, "content": [{"type": "text", "text": m["content"]}]} if isinstance(m.get("content"), str) else m
+            for m in native]
+
+
+@pytest.mark.parametrize("shape", ["parts", "string"])
+def test_a_new_summary_message_takes_the_shape_of_the_rows_messages(bpe_tokenizer, counter, shape):
+    native = agent_row()["messages"]
+    native = as_parts(native) if shape == "parts" else native
+    cfg = config(bpe_tokenizer, target_max_tokens=700, summary_target_tokens=100)
+    out, metrics = compress(cfg, native, counter)
+    assert metrics.outcome is Outcome.COMPRESSED
+    check_output(native, out, metrics, cfg)
+    added = [m for m in out if m not in native and m["role"] == "user"]
+    assert len(added) == 1 and added[0]["role"] == "user"  # the summary, a message of its own
+    if shape == "parts":
+        assert [p["type"] for p in added[0]["content"]] == ["text"]
+        assert added[0]["content"][0]["text"].startswith(SUMMARY_PREFIX)
+    else:
+        assert added[0]["content"].startswith(SUMMARY_PREFIX)

@@ -108,7 +108,7 @@ def assemble(native, fmt, turns: Sequence[Turn], p: Plan, summary: str, notice: 
         changed.append((p.end, text))
         rest += 1
     elif not p.merge_into_prev:
-        out.append(fmt.make_turn("human", summary))
+        out.append(fmt.make_turn("human", summary, native))  # in the shape of the row's messages
         changed.append((-1, summary))
     out.extend(dict(t) for t in native[rest:])
     return out, changed

@@ -11,7 +11,7 @@ import json
 import re
 from typing import Callable, Iterable, Iterator, Sequence
 
-from .identifier_kinds import FINDERS, listing_lines
+from .identifier_kinds import FINDERS, NUMBER, listing_lines
 from .rows import Turn
 
 MAX_ARGUMENT_CHARS = 80
@@ -19,12 +19,19 @@ _TRAILING = ".,;:!?"
 
 
 def extract(turns: Iterable[Turn]) -> list[str]:
-    """The distinct identifiers of `turns`, most recent first (by their last appearance)."""
+    """The distinct identifiers of `turns`: names (paths, URLs, ids, hashes, errors, call arguments) before
+    bare numbers, each most recent first (by their last appearance). Numbers are many (an `ls -la` has a
+    byte size a line) and say little alone; an index that runs out of room should keep the names."""
     seen: dict[str, None] = {}
     for turn in reversed(list(turns)):
         for ident in reversed(_in_text(turn.text)):
             seen.setdefault(ident, None)
-    return list(seen)
+    names = [ident for ident in seen if not bare_number(ident)]
+    return names + [ident for ident in seen if bare_number(ident)]
+
+
+def bare_number(ident: str) -> bool:
+    return NUMBER.fullmatch(ident) is not None
 
 
 def _in_text(text: str) -> list[str]:

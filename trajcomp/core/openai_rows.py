@@ -4,7 +4,7 @@ tool_calls and content parts kept; see `OpenAIMessages`."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Sequence
 
 from .frame import NO_FRAME, Chat, Frame, frame_of
 from .observations import prefix_of
@@ -114,11 +114,13 @@ class OpenAIMessages:
             out.append(Turn(planner_role, _message_text(message, names)))
         return out
 
-    def make_turn(self, role: str, text: str) -> dict[str, Any]:
-        """A new message of planner role `role`; not "tool", which needs a call to answer."""
+    def make_turn(self, role: str, text: str, like: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+        """A new message of planner role `role`; not "tool", which needs a call to answer. Its content is
+        in the shape of the row's messages `like` (parts_shaped): one text part, or a string."""
         if role not in OPENAI_NAMES:
             raise ValueError(f"cannot make an OpenAI message of role {role!r}")
-        return {"role": OPENAI_NAMES[role], "content": text}
+        content: Any = [{"type": "text", "text": text}] if parts_shaped(like) else text
+        return {"role": OPENAI_NAMES[role], "content": content}
 
     def with_text(self, turn: dict[str, Any], text: str) -> dict[str, Any]:
         """`turn` with its text set to `text`, every other field kept (the input is not changed).
@@ -321,6 +323,14 @@ def _reasoning(message: dict[str, Any]) -> str:
     of the turn, counted with it in count_mode `turns` and summarized with it (never shortened apart)."""
     reasoning = message.get("reasoning_content") if message.get("role") == "assistant" else None
     return f"<think>\n{reasoning.strip()}\n</think>\n\n" if reasoning else ""
+
+
+def parts_shaped(messages: Sequence[dict[str, Any]]) -> bool:
+    """Whether a row's messages hold their content as lists of parts: its first user message's does (the
+    summary is a user message, so it takes that shape), or, with no user content, its first content's."""
+    contents = [m.get("content") for m in messages if m.get("role") == "user" and m.get("content") is not None]
+    contents = contents or [m.get("content") for m in messages if m.get("content") is not None]
+    return bool(contents) and isinstance(contents[0], list)
 
 
 def _with_parts_text(parts: list[dict[str, Any]], old: str, new: str) -> list[dict[str, Any]]:

@@ -2,7 +2,8 @@
 
 An adapter (`ShareGPT` here, `OpenAIMessages` in openai_rows.py) has one API: `native_turns(row)` validates the row and
 returns its turn objects, `turns(native)` gives the planner's view of them (`Turn(role, text)`),
-`make_turn(role, text)`, `with_text(turn, text)` and `with_turns(row, turns)` build new ones.
+`make_turn(role, text, like)` (`like`: the row's turns, whose shape a new one takes), `with_text(turn, text)`
+and `with_turns(row, turns)` build new ones.
 `detect_format(row)` picks the adapter for a row; `FORMATS_BY_NAME` maps the CLI's names to them.
 `RowSchema` (the config's `input` section) binds an adapter to one row: its role names and dialect.
 """
@@ -119,7 +120,7 @@ class ShareGPT:
         text = turn.get(self.text_key)
         return prefix_of(text, self.observations) if isinstance(text, str) else None
 
-    def make_turn(self, role: str, text: str) -> dict[str, Any]:
+    def make_turn(self, role: str, text: str, like: Any = ()) -> dict[str, Any]:  # `like`: OpenAI rows' only
         return {self.role_key: self.names.get(role, role), self.text_key: text}
 
     def with_text(self, turn: dict[str, Any], text: str) -> dict[str, Any]:

@@ -7,7 +7,10 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
-from .base import json_text
+from .arrow_marks import (
+    ABSENT, FIELDWISE, JSON, MISSING, NULL, Conflict, column_values, decode_rows, fieldwise_type, json_array,
+    mark_of, marked, null_mark, objects, struct_of, uniform, with_struct,
+)
 
 CONVERSATIONS = "conversations"
 METRICS = "compression_metrics"
@@ -112,11 +115,13 @@ def _values(column: pa.Array | pa.ChunkedArray) -> list[Any]:
 
 
 def batch_rows(batch: pa.RecordBatch) -> list[dict[str, Any]]:
+    """The batch's rows as the JSON they were written from (arrow_marks.py)."""
     try:
-        return batch.to_pylist()
+        rows = batch.to_pylist()
     except ValueError:
         columns = [_values(column) for column in batch.columns]
-        return [dict(zip(batch.schema.names, values)) for values in zip(*columns)]
+        rows = [dict(zip(batch.schema.names, values)) for values in zip(*columns)]
+    return decode_rows(rows, batch.schema)
 
 
 # ---- typing the columns written -------------------------------------------------------------
@@ -165,28 +170,48 @@ def _widen(t: pa.DataType, values: list[Any]) -> pa.DataType:
     return t
 
 
-def _text(values: list[Any]) -> pa.Array:
-    """The values as a string column: strings as they are, anything else as its JSON text."""
-    return pa.array(
-        [v if v is None or isinstance(v, str) else json_text(v) for v in values],
-        type=pa.string(),
-    )
+def _built(values: list[Any], t: pa.DataType | None) -> pa.Array | pa.ChunkedArray:
+    """The values as type `t` (widened for keys it lacks) or, when they do not fit it, inferred."""
+    if t is not None:
+        try:
+            return pa.array(values, type=_widen(t, values))
+        except (_Untypable, *_CONVERT_ERRORS):
+            pass
+    return pa.array(values, type=_infer_type(values))
 
 
-def _inferred(values: list[Any]) -> pa.Array | pa.ChunkedArray:
+def _kept(values: list[Any], t: pa.DataType | None) -> pa.Array | None:
+    """The values in the input's own type `t`, which they were read from (so they read back the same), or
+    None when it does not hold them as it is."""
+    if t is None or pa.types.is_null(t) or not _widen(t, values).equals(t):
+        return None
     try:
-        array = pa.array(values)
+        return pa.array(values, type=t)
     except _CONVERT_ERRORS:
-        return _text(values)
-    return _text(values) if _has_empty_struct(array.type) else array
+        return None
 
 
-def _typed(values: list[Any], t: pa.DataType) -> pa.Array | pa.ChunkedArray:
-    """The values as type `t` (widened for keys it lacks), or inferred when they do not fit it."""
+def _column(field: pa.Field, values: list[Any], t: pa.DataType | None) -> tuple[pa.Field, pa.Array | pa.ChunkedArray]:
+    """A column's field (marked, arrow_marks.py) and array; `values` hold MISSING where a row lacks the key."""
+    present = [None if v is MISSING else v for v in values]
     try:
-        return pa.array(values, type=_widen(t, values))
-    except (_Untypable, *_CONVERT_ERRORS):
-        return _inferred(values)
+        mark = null_mark(values)
+        if field.name in FIELDWISE:
+            found = objects(values)
+            if found is None:
+                raise Conflict()
+            array = _built(present, t)
+            return marked(field.with_type(fieldwise_type(array.type, found)), mark), array
+        array = _kept(present, t)
+        if array is None:
+            if not uniform(present):
+                raise Conflict()
+            array = _built(present, t)
+        if _has_empty_struct(array.type):
+            raise _Untypable("an object with no fields")
+        return marked(field.with_type(array.type), mark), array
+    except (Conflict, _Untypable):
+        return marked(field.with_type(pa.string()), JSON), json_array(values)
 
 
 def conversations_type(input_type: pa.DataType | None = None) -> pa.DataType:
@@ -228,9 +253,8 @@ def to_table(rows: Sequence[dict[str, Any]], schema: pa.Schema | None = None) ->
     arrays: list[pa.Array | pa.ChunkedArray] = []
 
     def add(field: pa.Field, t: pa.DataType | None) -> None:
-        values = [row.get(field.name) for row in rows]
-        array = _inferred(values) if t is None else _typed(values, t)
-        fields.append(field.with_type(array.type))
+        typed, array = _column(field, [row.get(field.name, MISSING) for row in rows], t)
+        fields.append(typed)
         arrays.append(array)
 
     given = set()
@@ -249,26 +273,72 @@ def to_table(rows: Sequence[dict[str, Any]], schema: pa.Schema | None = None) ->
 # ---- joining ----------------------------------------------------------------------------------
 
 
+def _joined_mark(marks: Sequence[bytes | None], turn_field: bool = False) -> bytes | None:
+    kinds = set(marks) - {None}
+    if JSON in kinds or {ABSENT, NULL} <= kinds and not turn_field:
+        raise Conflict()
+    if {ABSENT, NULL} <= kinds:  # a turn field: as arrow_marks.turn_mark
+        return NULL
+    return ABSENT if ABSENT in kinds else NULL if NULL in kinds else None
+
+
+def _joined_struct(types: Sequence[pa.DataType]) -> pa.DataType:
+    """A field-wise column's type over parts: their objects' fields merged, each marked for all parts."""
+    structs = [struct_of(t) for t in types]
+    if any(s is None for s in structs) or len({t.id for t in types}) != 1:
+        raise Conflict()
+    names: dict[str, None] = {}
+    for s in structs:
+        names.update(dict.fromkeys(s.names))
+    fields = []
+    for name in names:
+        fields.append(_joined_field(name, [s.field(name) for s in structs if name in s.names],
+                                    any(name not in s.names for s in structs), strict=True))
+    return with_struct(types[0], pa.struct(fields))
+
+
+def _joined_field(name: str, candidates: Sequence[pa.Field], missing: bool, strict: bool = False) -> pa.Field:
+    """The field of a column over parts: one type and one mark that hold every part's values exactly,
+    else JSON (raised as Conflict where `strict`: inside a field-wise column)."""
+    try:
+        mark = _joined_mark([mark_of(c) for c in candidates] + ([ABSENT] if missing else []), strict)
+        types = [c.type for c in candidates if not pa.types.is_null(c.type)]
+        if not types:
+            t = pa.null()
+        elif name in FIELDWISE and not strict:
+            t = _joined_struct(types)
+        elif all(x.equals(types[0]) for x in types):
+            t = types[0]
+        else:
+            raise Conflict()
+        return marked(candidates[0].with_type(t), mark)
+    except Conflict:
+        if strict:
+            raise
+        return marked(candidates[0].with_type(pa.string()), JSON)
+
+
 def unify(schemas: Sequence[pa.Schema], metrics_last: bool) -> pa.Schema:
+    """The schema of the parts joined: each column's type and mark as _joined_field finds them."""
     names: dict[str, None] = {}
     for s in schemas:
         names.update(dict.fromkeys(s.names))
     order = _metrics_last(list(names)) if metrics_last else list(names)
     fields = []
     for name in order:
-        candidates = [pa.schema([s.field(name)]) for s in schemas if name in s.names]
-        try:
-            fields.append(pa.unify_schemas(candidates, promote_options="permissive").field(0))
-        except _CONVERT_ERRORS:
-            fields.append(pa.field(name, pa.string()))  # no common type: text (see _text)
+        present = [s.field(name) for s in schemas if name in s.names]
+        fields.append(_joined_field(name, present, len(present) < len(schemas)))
     return pa.schema(fields, metadata=schemas[0].metadata)
 
 
-def _conform_column(column: pa.ChunkedArray, t: pa.DataType) -> pa.Array | pa.ChunkedArray:
+def _conform_column(column: pa.ChunkedArray, source: pa.Field, target: pa.Field) -> pa.Array | pa.ChunkedArray:
+    t = target.type
+    if mark_of(target) == JSON:
+        if mark_of(source) == JSON:
+            return column
+        return json_array(column_values(source, _values(column)))
     if column.type.equals(t):
         return column
-    if pa.types.is_string(t) and not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
-        return _text(_values(column))  # a column with no common type across parts
     try:
         return column.cast(t)
     except _CONVERT_ERRORS:
@@ -277,7 +347,7 @@ def _conform_column(column: pa.ChunkedArray, t: pa.DataType) -> pa.Array | pa.Ch
 
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     columns = [
-        _conform_column(table.column(f.name), f.type)
+        _conform_column(table.column(f.name), table.schema.field(f.name), f)
         if f.name in table.column_names
         else pa.nulls(table.num_rows, f.type)
         for f in schema

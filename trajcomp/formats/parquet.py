@@ -23,18 +23,23 @@ Writing a part (`write_part(path, rows, schema)`):
   value: string>> (any other struct fields of the input's type, or of the rows' turns, kept after
   them) and `compression_metrics` is METRICS_TYPE, so a part where every value is null still gets
   the real type and all parts agree;
-- keys a struct type does not have (a field the rows hold but the type lacks) widen the type
-  instead of being dropped;
-- a column whose values have no common Parquet type (e.g. a string in one row, an object in
-  another, or only empty objects, which Parquet cannot store) is written as text: strings as they
-  are, any other value as its JSON text;
+- the JSON comes back exactly (formats/arrow_marks.py): a column whose values do not share one shape
+  (tool schemas of different keys, free-form metadata, an int in one row and a float in another, a
+  string in one and an object in another, empty objects) is stored as JSON text, every value
+  (strings too) as its JSON, with its field's metadata `trajcomp: json`, and read back into the same
+  objects; a null standing for a key a row or a turn did not have is marked `absent` and dropped on
+  reading, JSON nulls are marked `null` and kept. The turn columns and `compression_metrics` stay
+  structs whose fields are marked one by one, so a reader that knows no marks sees what `datasets`
+  gives (turns with every key, null where absent); only a turn's key order is the column's;
 - the input's `huggingface` schema metadata (the `datasets` feature list of the input's columns,
   which older `datasets` versions apply as is and fail on a new column) is dropped; any other
   schema and field metadata is kept.
 
 Joining: the schemas of the parts holding rows (a part with none has only a default schema) are
-unified column by column (a column null in one part and typed in another takes the type; numeric
-types widen; struct fields are merged; columns with no common type become text as above), every
+unified column by column (a column null in one part and typed in another takes the type; the turn
+columns' fields are merged, their marks with them; a column whose parts' types differ, or whose
+nulls are JSON nulls in one part and missing keys in another, becomes JSON as above, each part's
+values decoded first, so however the rows were cut into parts they read back the same), every
 row group of every part is conformed to that schema and written in order into one file. Same
 parts, same pyarrow -> same bytes. No parts: a valid file with no rows, its schema that of
 `schema` (known columns typed as above) or just `conversations`.
