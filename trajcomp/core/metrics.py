@@ -18,6 +18,7 @@ class Outcome(str, Enum):
     NO_NET_SAVINGS = "no_net_savings"  # the middle is no bigger than a summary would be
     SUMMARY_TOO_LONG = "summary_too_long"  # the summary would not have made the row shorter
     FAILED = "failed"  # no summary could be had; the row is as it was
+    CANNOT_FIT = "cannot_fit"  # no rule could make it fit (core/fit.py): as it was, no summary asked for
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,9 @@ class RowMetrics:
     summaries: int = 0
     assistant_tokens: int = 0
     assistant_tokens_trained: int = 0
+    # Why no rule could make the row fit (core/fit.py Floor.to_dict: the turns, their tokens, how many
+    # over); None when some rule could, or the row fits.
+    cannot_fit_reason: dict | None = None
 
     @property
     def fell_back_on_checks(self) -> bool:
@@ -118,6 +122,8 @@ class RowMetrics:
         }
         if self.summary_checks_failed:  # only then: rows of runs with no failed check keep their bytes
             out["summary_checks_failed"] = list(self.summary_checks_failed)
+        if self.cannot_fit_reason is not None:  # only then: rows that can fit keep their bytes
+            out["cannot_fit_reason"] = self.cannot_fit_reason
         if self.pruned_outputs is not None:  # only with compression.prune: rows without it keep their bytes
             out.update(pruned_outputs=self.pruned_outputs, deduplicated_outputs=self.deduplicated_outputs,
                        pruned_tokens=self.pruned_tokens)

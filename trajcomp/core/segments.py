@@ -21,6 +21,7 @@ from typing import Any, Sequence
 from . import compaction
 from .assembly import Assembler
 from .config import CompressionConfig
+from .fit import Floor, segment_floor
 from .passes import Passes
 from .planner import Decision, Plan, PlanParams, alternation_parity, protected_bounds
 from .prune_fit import Pruner
@@ -111,7 +112,8 @@ class Segmenter:
                     seg = await self._reopened(row, head, seg.end)
                 previous, upto = compaction.body(row.turns[seg.end].text, self.config.summary_prefix), seg.end + 1
             grown = None if seg.closed else await self._grown(row, seg, c)
-            if grown is None and seg.end > max(head, seg.new_from):
+            # cut only where the next row can fit: a summary bought for a row over anyway buys nothing
+            if grown is None and seg.end > max(head, seg.new_from) and self._may_cut(row, head, seg.end, c):
                 out.segments.append(seg)
                 made, example, metrics = await self._compact(row, seg, head, c, previous, upto, len(out.segments))
                 if made is None:
@@ -125,6 +127,26 @@ class Segmenter:
             seg = grown or await self._closed(row, seg, c) or await self._extended(row, seg, c, None)
         out.segments.append(seg)
         return out
+
+    def floor(self, row: Row) -> Floor | None:
+        """What no rule may shorten in the smallest segment the row could give (core/fit.py); None when
+        some segment could fit."""
+        head = self._head_end(row)
+        return segment_floor(head, row.cuts(head), self._lasting(row, head), row.measured.overhead,
+                             self._summary_cost(self._budget(0)), self.config.target_max_tokens)
+
+    def _may_cut(self, row: Row, head: int, end: int, c: int) -> bool:
+        """Whether the row after a cut at `end` could fit: the head, the smallest summary and the group up to `c`."""
+        lasting = self._lasting(row, head)
+        least = row.measured.overhead + sum(lasting[:head]) + self._summary_cost(self._budget(0)) + sum(lasting[end:c])
+        return least <= self.config.target_max_tokens
+
+    def _lasting(self, row: Row, head: int) -> list[int]:
+        """Each turn's tokens no rule may shorten: with compression.prune a tool output after the head may
+        become a stub, which is counted as nothing (a floor, never more than the row will hold)."""
+        if self.pruner is None:
+            return row.costs
+        return [0 if i >= head and role == "tool" else cost for i, (role, cost) in enumerate(zip(row.roles, row.costs))]
 
     def _head_end(self, row: Row) -> int:
         """The protected head; in an alternation, the turns up to the first human one, which the summary
