@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import read_jsonl, write_jsonl
-from openai_server import ServerThread
+from openai_server import BAD_ANSWERS, ServerThread
 from test_fits import qwen3_folder
 from test_openai_summarizer import MODEL, compress
 
@@ -54,6 +54,7 @@ def srv(server):
     server.reset()
 
 
+NONE_BOUGHT = {"summaries": 0, "prompt_tokens": 0, "completion_tokens": 0}
 MODES = {"turns": [], "chat_template": ["--count-mode", "chat_template"]}
 SHAPES = {"plain": [], "prune": ["--prune"], "segments": ["--segments"], "both": ["--prune", "--segments"]}
 
@@ -71,8 +72,8 @@ def run(tmp_path: Path, srv, tok, mode: str, shape: str, cannot_fit: str, summar
 def test_a_row_whose_head_is_over_is_decided_first(mode, shape, srv, tmp_path, bpe_tokenizer):
     write_jsonl(tmp_path / "in.jsonl", [swe_row(0), short_row(), swe_row(1)])
     decided = {}
-    for cannot_fit in ("keep", "reject"):
-        for summarizer in ("openai", "extractive"):
+    for cannot_fit, summarizers in (("keep", ("openai", "extractive")), ("reject", ("openai",))):
+        for summarizer in summarizers:  # (the extractive summarizer's decision is compared under keep: runs are slow)
             srv.reset()
             r = run(tmp_path, srv, bpe_tokenizer, mode, shape, cannot_fit, summarizer, f"{cannot_fit}-{summarizer}")
             assert r.code == 0 and srv.stats.requests == 0, (r.code, srv.stats.requests, r.stderr)
@@ -91,11 +92,14 @@ def test_a_row_whose_head_is_over_is_decided_first(mode, shape, srv, tmp_path, b
                 assert [reason for _, reason in rejects] == ["cannot_fit", "cannot_fit"]
                 assert all("over the target" in x["detail"] for x in r.rejects)
             assert r.report["summarization"]["api_calls"] == 0
-        assert decided[cannot_fit, "openai"] == decided[cannot_fit, "extractive"]  # the same decision either way
+            assert r.report["summarization"]["bought_for_rows_over"] == NONE_BOUGHT
+    assert decided["keep", "openai"] == decided["keep", "extractive"]  # the same decision either way
     # without the decision (shorten: summarized anyway), the same rows do reach the endpoint
     srv.reset()
-    run(tmp_path, srv, bpe_tokenizer, mode, shape, "shorten", "openai", "shorten")
+    shortened = run(tmp_path, srv, bpe_tokenizer, mode, shape, "shorten", "openai", "shorten")
     assert srv.stats.requests > 0
+    over = shortened.report["summarization"]["bought_for_rows_over"]  # and the report counts what they bought
+    assert over["summaries"] >= 2 and over["prompt_tokens"] > 0 and over["completion_tokens"] > 0
 
 
 EIGHT = {"messages": [
@@ -111,8 +115,8 @@ EIGHT = {"messages": [
     {"role": "tool", "tool_call_id": "c2", "content": "build ok"}]}
 
 
-@pytest.mark.parametrize("mode", list(MODES))
-@pytest.mark.parametrize("summarizer", ["extractive", "openai"])
+@pytest.mark.parametrize("mode, summarizer", [("turns", "extractive"), ("chat_template", "extractive"),
+                                              ("turns", "openai")])
 def test_the_eight_message_row_saves_nothing_and_is_no_failure(mode, summarizer, srv, tmp_path, bpe_tokenizer):
     write_jsonl(tmp_path / "in.jsonl", [EIGHT])
     for shape in ("plain", "segments"):
@@ -123,3 +127,24 @@ def test_the_eight_message_row_saves_nothing_and_is_no_failure(mode, summarizer,
         m = row["compression_metrics"]
         assert r.code == 0 and (m["status"] == "cannot_fit" or m["outcome"] == "no_net_savings"), m
         assert m["status"] != "failed" and "run the same command again" not in r.stderr
+
+
+@pytest.mark.parametrize("kind", ["refusal", "refusal_paragraph"])
+def test_no_refusal_enters_a_row_or_the_cache_whatever_the_status(kind, srv, tmp_path, bpe_tokenizer):
+    """Every answer a refusal: rows that cannot fit (shortened anyway, or kept) and rows that can, plain and
+    in segments; neither the output nor the cache holds one. (The guards held in this reproduction before
+    the decision too: this pins them on the cannot-fit path.)"""
+    write_jsonl(tmp_path / "in.jsonl", [swe_row(0), short_row(), swe_row(1, 12)])
+    srv.set_faults(bad_answer=kind)
+    for shape in ("plain", "segments"):
+        for cannot_fit in ("shorten", "keep"):
+            cache = tmp_path / f"cache-{shape}-{cannot_fit}"
+            r = compress(tmp_path, srv.base_url, bpe_tokenizer, *SHAPES[shape], "--target-max-tokens", str(TARGET),
+                         "--cannot-fit", cannot_fit, "--max-retries", "1", "--cache-dir", str(cache),
+                         out_name=f"{shape}-{cannot_fit}.jsonl")
+            refusals = {BAD_ANSWERS[kind]([{"role": "user", "content": "x" * n}]).strip() for n in range(3)}
+            written = r.out.read_text(encoding="utf-8") + "".join(
+                p.read_text(encoding="utf-8", errors="replace") for p in cache.rglob("*") if p.is_file())
+            assert not any(text[:60] in written for text in refusals), (shape, cannot_fit)
+            assert "sorry" not in written.lower()
+            assert {x["compression_metrics"]["status"] for x in r.rows} <= {"failed", "under_target", "cannot_fit"}

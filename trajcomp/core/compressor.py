@@ -19,7 +19,7 @@ from .passes import Attempt, Passes, plan_region, unchanged
 from .planner import Decision, Plan, PlanParams
 from .prune_fit import Pruned, Pruner, summary_avoided, with_pruning
 from .row_result import RowResult, SummaryExample  # noqa: F401  (named with the compressor)
-from .segment_rows import replay_metrics, segment_rows, with_lineage, with_stubs
+from .segment_rows import bought, replay_metrics, segment_rows, with_lineage, with_stubs
 from .segments import Row, Segmenter
 from .rows import SHAREGPT, RowError, RowSchema, Turn
 from .sourcing import Sourcing
@@ -146,7 +146,8 @@ class TrajectoryCompressor:
             failed = replace(unchanged(outcome, turns, measured, target, None, error=replay.failed.error,
                                        cannot_fit=saved_nothing),
                              summarization_api_calls=replay.failed.summarization_api_calls,
-                             summarization_errors=replay.failed.summarization_errors)
+                             summarization_errors=replay.failed.summarization_errors,
+                             bought=bought([*replay.passes, replay.failed]))
             failed = await self._with_assistant_tokens(self._pruning_said(failed), turns, measured)
             return self._one_row(row, adapter, native, native, failed, field)
         metrics = replay_metrics(replay, walked.roles, measured.costs, walked.summaries, measured.total, target)

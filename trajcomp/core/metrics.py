@@ -60,6 +60,9 @@ class RowMetrics:
     # Why no rule could make the row fit (core/fit.py Floor.to_dict: the turns, their tokens, how many
     # over); None when some rule could, or the row fits.
     cannot_fit_reason: dict | None = None
+    # The summaries bought for the row (its passes that got one) and the prompt and completion tokens
+    # their calls were billed: the report's count of those bought for rows that stayed over.
+    bought: tuple[int, int, int] = (0, 0, 0)
 
     @property
     def fell_back_on_checks(self) -> bool:
@@ -231,6 +234,10 @@ class Aggregate:
     summaries: int = 0
     assistant_tokens: int = 0
     assistant_tokens_trained: int = 0
+    # Summaries bought for rows that stayed over the target (written or rejected), and their tokens.
+    over_summaries: int = 0
+    over_prompt_tokens: int = 0
+    over_completion_tokens: int = 0
     worst: list = field(default_factory=list)  # at most WORST_ROWS rows most over the limit, worst first
     reject_reasons: Counter = field(default_factory=Counter)
     not_sampled: int = 0
@@ -267,7 +274,14 @@ class Aggregate:
         self._add_segments(m)
         self._add_checks(m)
         self._add_pruning(m)
+        self._add_over(m)
         self._note_worst(m, m.status, source, line)
+
+    def _add_over(self, m: RowMetrics) -> None:
+        if m.still_over_limit:
+            self.over_summaries += m.bought[0]
+            self.over_prompt_tokens += m.bought[1]
+            self.over_completion_tokens += m.bought[2]
 
     def _add_segments(self, m: RowMetrics) -> None:
         self.rows_out += m.segments
@@ -298,6 +312,7 @@ class Aggregate:
             self.api_calls += metrics.summarization_api_calls
             self.errors += metrics.summarization_errors
             self._add_checks(metrics)
+            self._add_over(metrics)
             self._note_worst(metrics, "rejected", source, line)
 
     def _note_worst(self, m: RowMetrics, status: str, source: str | None, line: int | None) -> None:
