@@ -63,15 +63,14 @@ def plain_floor(turns: Sequence[Turn], costs: Sequence[int], fixed: int, params:
 def segment_floor(head: int, cuts: Sequence[int], lasting: Sequence[int], fixed: int, summary_tokens: int,
                   target: int) -> Floor | None:
     """The floor of a row cut into segments (`cuts`: where its groups end; `lasting`: each turn's tokens no
-    rule may shorten). A row is cut only where the row after the cut can fit: the head, the smallest
-    summary and the group after the cut (segments.py `_may_cut`). When no group after the first can, the
-    row is never cut and stays whole, over: its floor is the smallest such row (the whole row when it has
-    one group). None when some cut can give a row that fits."""
+    rule may shorten): the smallest row a segment could be, the head with the first group after it, or
+    the head, the smallest summary and a later group (the carried tail may shrink to nothing). None when
+    some segment could fit; else no segment could, and the row is never cut into rows that are all over."""
     head_tokens = sum(lasting[:head])
     groups = list(zip([head, *cuts], cuts))
-    if len(groups) < 2:
-        return Floor(((0, len(lasting)),), sum(lasting), 0, fixed, target)
-    floors = [Floor(((0, head), (a, b)), head_tokens + sum(lasting[a:b]), summary_tokens, fixed, target)
-              for a, b in groups[1:]]
+    floors = [Floor(((0, head), (a, b)), head_tokens + sum(lasting[a:b]), summary_tokens if k else 0, fixed, target)
+              for k, (a, b) in enumerate(groups)]
+    if not floors:
+        return Floor(((0, head),), head_tokens, 0, fixed, target) if head_tokens + fixed > target else None
     best = min(floors, key=lambda f: f.tokens)
     return best if best.over_by > 0 else None

@@ -112,8 +112,7 @@ class Segmenter:
                     seg = await self._reopened(row, head, seg.end)
                 previous, upto = compaction.body(row.turns[seg.end].text, self.config.summary_prefix), seg.end + 1
             grown = None if seg.closed else await self._grown(row, seg, c)
-            # cut only where the next row can fit: a summary bought for a row over anyway buys nothing
-            if grown is None and seg.end > max(head, seg.new_from) and self._may_cut(row, head, seg.end, c):
+            if grown is None and seg.end > max(head, seg.new_from):
                 out.segments.append(seg)
                 made, example, metrics = await self._compact(row, seg, head, c, previous, upto, len(out.segments))
                 if made is None:
@@ -134,12 +133,6 @@ class Segmenter:
         head = self._head_end(row)
         return segment_floor(head, row.cuts(head), self._lasting(row, head), row.measured.overhead,
                              self._summary_cost(self._budget(0)), self.config.target_max_tokens)
-
-    def _may_cut(self, row: Row, head: int, end: int, c: int) -> bool:
-        """Whether the row after a cut at `end` could fit: the head, the smallest summary and the group up to `c`."""
-        lasting = self._lasting(row, head)
-        least = row.measured.overhead + sum(lasting[:head]) + self._summary_cost(self._budget(0)) + sum(lasting[end:c])
-        return least <= self.config.target_max_tokens
 
     def _lasting(self, row: Row, head: int) -> list[int]:
         """Each turn's tokens no rule may shorten: with compression.prune a tool output after the head may
