@@ -493,7 +493,7 @@ def test_parquet_values_without_a_common_type_in_one_part_are_json_read_back_as_
     PARQUET.write_part(tmp_path / "p.parquet", rows)
     assert read_rows(PARQUET, tmp_path / "p.parquet") == rows
     table = pq.read_table(tmp_path / "p.parquet")  # what a reader that knows no marks sees: JSON text
-    assert table.column("v").to_pylist() == ['"s"', '[1, "a"]']
+    assert table.column("v").to_pylist() == ['"s"', '[1,"a"]']
     assert table.column("big").to_pylist() == [str(2**70), "null"]
 
 

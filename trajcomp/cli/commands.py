@@ -74,6 +74,7 @@ def compress(
     max_retries: opt.MaxRetries = None,
     retry_delay: opt.RetryDelay = None,
     on_failure: opt.OnFailure = None,
+    cannot_fit: opt.CannotFit = None,
     summary_checks: opt.SummaryChecks = None,
     no_cache: opt.NoCache = False,
     cache_dir: opt.CacheDir = None,

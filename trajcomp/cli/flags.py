@@ -36,6 +36,7 @@ def config_from_flags(flags):
         max_retries=flag("max_retries"),
         retry_delay=flag("retry_delay"),
         on_failure=flag("on_failure"),
+        cannot_fit=flag("cannot_fit"),
         summary_checks=flag("summary_checks"),
         cache=False if flag("no_cache") else None,
         cache_dir=flag("cache_dir"),

@@ -78,6 +78,10 @@ RetryDelay = Annotated[Optional[float], typer.Option(help="Base of the exponenti
 OnFailure = Annotated[Optional[str], typer.Option(
     help="When no summary can be had: keep (row unchanged, flagged), extractive (offline fallback) or reject.",
 )]
+CannotFit = Annotated[Optional[str], typer.Option(
+    help="A row no rule can make fit (its protected turns and smallest summary over the target): keep (as it "
+        "was, no request), reject (to the rejects file) or shorten (summarized anyway, flagged; default).",
+)]
 NoCache = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the summary cache.")]
 CacheDir = Annotated[Optional[str], typer.Option(
     help="The summary cache's folder (or an s3:// URI), shared by every process and engine (default: "

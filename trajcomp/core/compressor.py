@@ -13,13 +13,14 @@ from typing import Any, Sequence
 from . import compaction
 from .assembly import Assembler
 from .config import CompressionConfig
+from .fit import Floor, plain_floor
 from .frame import Chat
 from .metrics import Outcome, RowMetrics, assistant_share
 from .passes import Attempt, Passes, plan_region, unchanged
 from .planner import Decision, Plan, PlanParams
 from .prune_fit import Pruned, Pruner, summary_avoided, with_pruning
 from .row_result import RowResult, SummaryExample  # noqa: F401  (named with the compressor)
-from .segment_rows import replay_metrics, segment_rows, with_lineage, with_stubs
+from .segment_rows import bought, replay_metrics, segment_rows, with_lineage, with_stubs
 from .segments import Row, Segmenter
 from .rows import SHAREGPT, RowError, RowSchema, Turn
 from .sourcing import Sourcing
@@ -115,6 +116,8 @@ class TrajectoryCompressor:
         return RowResult((out,), metrics, examples=examples)
 
     def _rejected(self, metrics: RowMetrics) -> RowResult | None:
+        if metrics.cannot_fit_reason is not None and self.config.cannot_fit == "reject":
+            return RowResult.reject("cannot_fit", describe(metrics.cannot_fit_reason), metrics)
         if metrics.outcome is Outcome.FAILED and self.config.on_failure == "reject":
             return RowResult.reject("summary_failed", metrics.error or "", metrics)
         if metrics.still_over_limit and not self.config.save_over_limit:
@@ -131,11 +134,21 @@ class TrajectoryCompressor:
             metrics = await self._with_assistant_tokens(self._pruning_said(metrics), turns, measured)
             return self._one_row(row, adapter, native, out, metrics, field)
         walked = Row(native, adapter, turns, measured, self.config.summary_prefix)
+        floor = self.segmenter.floor(walked)
+        if floor is not None:  # no segment could fit: one row, never cut (kept, rejected or shortened whole)
+            out, metrics, kept = await self._whole(native, adapter, turns, measured, floor)
+            metrics = await self._with_assistant_tokens(self._pruning_said(metrics), turns, measured)
+            return self._one_row(row, adapter, native, out, metrics, field, kept=kept)
         replay = await self.segmenter.replay(walked)
         if replay.failed is not None:  # no summary: the row as it was (summarization.on_failure)
-            failed = replace(unchanged(Outcome.FAILED, turns, measured, target, None, error=replay.failed.error),
+            # a compaction that saved nothing is no failure: the row as it was, as a plain run says it
+            saved_nothing = replay.failed.outcome is not Outcome.FAILED
+            outcome = Outcome.NO_NET_SAVINGS if saved_nothing else Outcome.FAILED
+            failed = replace(unchanged(outcome, turns, measured, target, None, error=replay.failed.error,
+                                       cannot_fit=saved_nothing),
                              summarization_api_calls=replay.failed.summarization_api_calls,
-                             summarization_errors=replay.failed.summarization_errors)
+                             summarization_errors=replay.failed.summarization_errors,
+                             bought=bought([*replay.passes, replay.failed]))
             failed = await self._with_assistant_tokens(self._pruning_said(failed), turns, measured)
             return self._one_row(row, adapter, native, native, failed, field)
         metrics = replay_metrics(replay, walked.roles, measured.costs, walked.summaries, measured.total, target)
@@ -185,6 +198,30 @@ class TrajectoryCompressor:
         target = self.config.target_max_tokens
         if measured.total <= target:
             return native, unchanged(Outcome.SKIPPED_UNDER_TARGET, turns, measured, target, None), None
+        floor = plain_floor(turns, measured.costs, measured.overhead, self.params, fmt.alternation,
+                            self.config.summary_prefix)
+        if floor is not None:  # decided before any summary is asked for
+            return await self._whole(native, fmt, turns, measured, floor)
+        return await self._shortened(native, fmt, turns, measured)
+
+    async def _whole(self, native, fmt, turns: list[Turn], measured: Measured, floor: Floor):
+        """A row no rule can make fit (`floor`), as compression.cannot_fit says: as it was with no request
+        (keep, and reject, which `_rejected` then sends away), or stubbed and summarized as far as the
+        rules allow (shorten); flagged with the reason either way while it is over."""
+        reason = floor.to_dict()
+        if self.config.cannot_fit != "shorten":
+            p = plan_region(self.params, turns, measured, fmt)
+            outcome = _UNCHANGED.get(p.decision, Outcome.CANNOT_FIT)
+            return native, replace(unchanged(outcome, turns, measured, self.config.target_max_tokens, None,
+                                             cannot_fit=True), cannot_fit_reason=reason), None
+        out, metrics, kept = await self._shortened(native, fmt, turns, measured)
+        if metrics.still_over_limit:
+            metrics = replace(metrics, cannot_fit=True, cannot_fit_reason=reason)
+        return out, metrics, kept
+
+    async def _shortened(self, native, fmt, turns: list[Turn], measured: Measured):
+        """An over row stubbed (compression.prune) and summarized: the output, its metrics, the pass kept."""
+        target = self.config.target_max_tokens
         pruned = await self.pruner.fit(native, fmt, turns, measured) if self.pruner is not None else None
         if pruned is not None:
             out, metrics, kept = await self._summarize_pruned(fmt, turns, measured, pruned)
@@ -217,6 +254,13 @@ class TrajectoryCompressor:
         chat = fmt.chat_messages(native, self.config.chat_roles) if self.lengths.mode == "chat_template" else None
         messages = chat if chat is not None else Chat((), fmt.frame)
         return await self.lengths.ameasure([t.text for t in turns], messages, costs_above)
+
+
+def describe(reason: dict) -> str:
+    """A Floor's dict (a row's cannot_fit_reason) as one line: which turns, and how many tokens over."""
+    fixed = reason["tokens"] - reason["turn_tokens"] - reason["summary_tokens"]
+    return Floor(tuple(tuple(s) for s in reason["turns"]), reason["turn_tokens"], reason["summary_tokens"], fixed,
+                 reason["tokens"] - reason["over_by"]).describe()
 
 
 def updating(turns: Sequence[Turn], p: Plan, prefix: str) -> tuple[Plan, str | None, int]:

@@ -23,6 +23,8 @@ class ConfigError(ValueError):
 
 
 ON_FAILURE_CHOICES = ("keep", "extractive", "reject")
+# What happens to a row no rule can make fit (core/fit.py): written as it was, rejected, or shortened anyway.
+CANNOT_FIT_CHOICES = ("keep", "reject", "shorten")
 COUNT_MODES = ("turns", "chat_template")
 DEFAULT_CHAT_ROLES = {"system": "system", "human": "user", "gpt": "assistant", "tool": "tool"}
 INPUT_FORMATS = ("auto", "sharegpt", "openai")
@@ -72,6 +74,9 @@ class CompressionConfig:
     summary_min_tokens: int = 2000  # the ratio's budget at least...
     summary_max_tokens: int = 12000  # ...and at most
     tail_tokens: int = 0  # a segment's carried tail by tokens (0: protected_turns.last_n_turns turns)
+    # A row whose protected turns and smallest summary are over the target (core/fit.py), decided before
+    # any summary: keep (as it was, no request), reject (to the rejects file) or shorten (summarized anyway).
+    cannot_fit: str = "shorten"
     # protected_turns
     protect_first_system: bool = True
     protect_first_human: bool = True
@@ -195,6 +200,8 @@ def validate(cfg: CompressionConfig) -> None:
             f"{key_of('target_max_tokens')} ({cfg.target_max_tokens})"
         )
     _validate_segments(cfg)
+    if cfg.cannot_fit not in CANNOT_FIT_CHOICES:
+        raise ConfigError(f"{key_of('cannot_fit')} must be one of {', '.join(CANNOT_FIT_CHOICES)}, got {cfg.cannot_fit!r}")
     if cfg.on_failure not in ON_FAILURE_CHOICES:
         raise ConfigError(f"{key_of('on_failure')} must be one of {', '.join(ON_FAILURE_CHOICES)}, got {cfg.on_failure!r}")
     if cfg.summary_style not in STYLES:

@@ -18,6 +18,7 @@ LAYOUT: dict[str, dict[str, str]] = {
         "prune_template": "prune_template",
         "segments": "segments", "summary_ratio": "summary_ratio", "summary_min_tokens": "summary_min_tokens",
         "summary_max_tokens": "summary_max_tokens", "tail_tokens": "tail_tokens",
+        "cannot_fit": "cannot_fit",
     },
     "protected_turns": {
         "first_system": "protect_first_system",

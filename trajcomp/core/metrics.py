@@ -18,6 +18,7 @@ class Outcome(str, Enum):
     NO_NET_SAVINGS = "no_net_savings"  # the middle is no bigger than a summary would be
     SUMMARY_TOO_LONG = "summary_too_long"  # the summary would not have made the row shorter
     FAILED = "failed"  # no summary could be had; the row is as it was
+    CANNOT_FIT = "cannot_fit"  # no rule could make it fit (core/fit.py): as it was, no summary asked for
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,12 @@ class RowMetrics:
     summaries: int = 0
     assistant_tokens: int = 0
     assistant_tokens_trained: int = 0
+    # Why no rule could make the row fit (core/fit.py Floor.to_dict: the turns, their tokens, how many
+    # over); None when some rule could, or the row fits.
+    cannot_fit_reason: dict | None = None
+    # The summaries bought for the row (its passes that got one) and the prompt and completion tokens
+    # their calls were billed: the report's count of those bought for rows that stayed over.
+    bought: tuple[int, int, int] = (0, 0, 0)
 
     @property
     def fell_back_on_checks(self) -> bool:
@@ -118,6 +125,8 @@ class RowMetrics:
         }
         if self.summary_checks_failed:  # only then: rows of runs with no failed check keep their bytes
             out["summary_checks_failed"] = list(self.summary_checks_failed)
+        if self.cannot_fit_reason is not None:  # only then: rows that can fit keep their bytes
+            out["cannot_fit_reason"] = self.cannot_fit_reason
         if self.pruned_outputs is not None:  # only with compression.prune: rows without it keep their bytes
             out.update(pruned_outputs=self.pruned_outputs, deduplicated_outputs=self.deduplicated_outputs,
                        pruned_tokens=self.pruned_tokens)
@@ -225,6 +234,10 @@ class Aggregate:
     summaries: int = 0
     assistant_tokens: int = 0
     assistant_tokens_trained: int = 0
+    # Summaries bought for rows that stayed over the target (written or rejected), and their tokens.
+    over_summaries: int = 0
+    over_prompt_tokens: int = 0
+    over_completion_tokens: int = 0
     worst: list = field(default_factory=list)  # at most WORST_ROWS rows most over the limit, worst first
     reject_reasons: Counter = field(default_factory=Counter)
     not_sampled: int = 0
@@ -261,7 +274,14 @@ class Aggregate:
         self._add_segments(m)
         self._add_checks(m)
         self._add_pruning(m)
+        self._add_over(m)
         self._note_worst(m, m.status, source, line)
+
+    def _add_over(self, m: RowMetrics) -> None:
+        if m.still_over_limit:
+            self.over_summaries += m.bought[0]
+            self.over_prompt_tokens += m.bought[1]
+            self.over_completion_tokens += m.bought[2]
 
     def _add_segments(self, m: RowMetrics) -> None:
         self.rows_out += m.segments
@@ -292,6 +312,7 @@ class Aggregate:
             self.api_calls += metrics.summarization_api_calls
             self.errors += metrics.summarization_errors
             self._add_checks(metrics)
+            self._add_over(metrics)
             self._note_worst(metrics, "rejected", source, line)
 
     def _note_worst(self, m: RowMetrics, status: str, source: str | None, line: int | None) -> None:

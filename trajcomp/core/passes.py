@@ -46,12 +46,25 @@ class Tally:
     calls: int = 0
     errors: int = 0
     checks_failed: tuple[str, ...] = ()  # one check name per answer turned away
+    summaries: int = 0  # passes that got a summary, and the tokens those were billed
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
     def add(self, calls: int, errors: int, checks_failed: tuple[str, ...] = ()) -> None:
         self.passes += 1
         self.calls += calls
         self.errors += errors
         self.checks_failed += tuple(checks_failed)
+
+    def bought(self, summary) -> None:
+        """A pass's summary: counted with the tokens its calls were billed."""
+        self.add(summary.api_calls, summary.errors, summary.checks_failed)
+        self.summaries += 1
+        self.prompt_tokens += summary.prompt_tokens
+        self.completion_tokens += summary.completion_tokens
+
+    def billed(self) -> tuple[int, int, int]:
+        return self.summaries, self.prompt_tokens, self.completion_tokens
 
 
 def plan_region(params: PlanParams, turns: Sequence[Turn], measured: Measured, fmt, more: int = 0) -> Plan:
@@ -70,7 +83,7 @@ def unchanged(outcome: Outcome, turns: Sequence[Turn], measured: Measured, targe
     return RowMetrics(
         outcome, measured.total, measured.total, len(turns), len(turns), target, region,
         tally.calls, tally.errors, None, error, passes=tally.passes, cannot_fit=cannot_fit,
-        assistant_tokens_kept=kept, summary_checks_failed=tally.checks_failed,
+        assistant_tokens_kept=kept, summary_checks_failed=tally.checks_failed, bought=tally.billed(),
     )
 
 
@@ -111,7 +124,7 @@ class Passes:
                         Outcome.FAILED, turns, measured, target, (p.start, p.end), tally=tally, error=str(exc),
                     ), None
                 break  # an earlier pass's summary stands
-            tally.add(sourced.summary.api_calls, sourced.summary.errors, sourced.summary.checks_failed)
+            tally.bought(sourced.summary)
             last = await self._attempt(native, fmt, turns, measured, p, sourced, region, request)
             if best is None or last.tokens < best.tokens:
                 best = last
@@ -170,5 +183,5 @@ class Passes:
             identifier_retention=identifiers.retention(best.region.identifiers, self.assembler.turn_text(best.body)),
             human_turns_cut=best.region.words.cut,
             assistant_tokens_kept=assistant_share([t.role for t in turns], measured.costs, region),
-            summary_checks_failed=tally.checks_failed,
+            summary_checks_failed=tally.checks_failed, bought=tally.billed(),
         )

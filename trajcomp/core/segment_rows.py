@@ -68,7 +68,13 @@ def replay_metrics(replay: Replay, roles: Sequence[str], costs: Sequence[int], s
         cannot_fit=any(s.cannot_fit for s in segs), human_turns_cut=sum(m.human_turns_cut for m in runs),
         assistant_tokens_kept=round(fit / gpt, 4) if gpt else None, summary_checks_failed=checks,
         segments=len(segs), summaries=len(runs), assistant_tokens=gpt, assistant_tokens_trained=fit,
+        bought=bought(runs),
     )
+
+
+def bought(runs: Sequence[RowMetrics]) -> tuple[int, int, int]:
+    """The summaries the compactions bought and their tokens, summed."""
+    return tuple(sum(m.bought[k] for m in runs) for k in range(3))
 
 
 def with_stubs(metrics: RowMetrics, row: Row) -> RowMetrics:

@@ -21,6 +21,7 @@ from typing import Any, Sequence
 from . import compaction
 from .assembly import Assembler
 from .config import CompressionConfig
+from .fit import Floor, segment_floor
 from .passes import Passes
 from .planner import Decision, Plan, PlanParams, alternation_parity, protected_bounds
 from .prune_fit import Pruner
@@ -125,6 +126,20 @@ class Segmenter:
             seg = grown or await self._closed(row, seg, c) or await self._extended(row, seg, c, None)
         out.segments.append(seg)
         return out
+
+    def floor(self, row: Row) -> Floor | None:
+        """What no rule may shorten in the smallest segment the row could give (core/fit.py); None when
+        some segment could fit."""
+        head = self._head_end(row)
+        return segment_floor(head, row.cuts(head), self._lasting(row, head), row.measured.overhead,
+                             self._summary_cost(self._budget(0)), self.config.target_max_tokens)
+
+    def _lasting(self, row: Row, head: int) -> list[int]:
+        """Each turn's tokens no rule may shorten: with compression.prune a tool output after the head may
+        become a stub, which is counted as nothing (a floor, never more than the row will hold)."""
+        if self.pruner is None:
+            return row.costs
+        return [0 if i >= head and role == "tool" else cost for i, (role, cost) in enumerate(zip(row.roles, row.costs))]
 
     def _head_end(self, row: Row) -> int:
         """The protected head; in an alternation, the turns up to the first human one, which the summary

@@ -55,6 +55,9 @@ class Summary:
     errors: int = 0  # failed attempts before the one that succeeded
     # The checks the failed attempts' answers failed (summarizers/checks.py), one name per answer.
     checks_failed: tuple[str, ...] = ()
+    # The tokens its calls were billed (the endpoint's usage; 0 for a summarizer that sends none).
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
 
 class SummaryError(Exception):

@@ -72,7 +72,8 @@ def from_aggregate(
             _avg(agg.original_turns - agg.compressed_turns, compressed),
         ),
         statuses={s: rejected if s == "rejected" else agg.statuses[s] for s in STATUSES},
-        summarization=summarization(summarizer, agg.api_calls, agg.errors, {**summarizer_stats, **checks(agg, summarizer_stats)}),
+        summarization=summarization(summarizer, agg.api_calls, agg.errors,
+                                    {**summarizer_stats, **checks(agg, summarizer_stats), **bought_over(agg)}),
         processing=processing,
         rows=Rows(agg.rows_read, n, rejected, dict(sorted(agg.reject_reasons.items())), agg.not_sampled, agg.other_shards),
         distribution=Distribution(Percentiles(**distribution(agg.before)), Percentiles(**distribution(agg.after))),
@@ -102,6 +103,12 @@ def summarization(summarizer: str, api_calls: int, errors: int, stats: dict[str,
     """The summarization section from the row sums and a summarizer's run_stats()."""
     return checked(Summarization, {"summarizer": summarizer, "api_calls": api_calls, "errors": errors, **stats},
                  "summarization")
+
+
+def bought_over(agg: Aggregate) -> dict[str, Any]:
+    """The summaries bought for rows that stayed over, and their tokens."""
+    return {"bought_for_rows_over": {"summaries": agg.over_summaries, "prompt_tokens": agg.over_prompt_tokens,
+                                     "completion_tokens": agg.over_completion_tokens}}
 
 
 def checks(agg: Aggregate, stats: dict[str, Any]) -> dict[str, Any]:

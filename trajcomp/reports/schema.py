@@ -74,6 +74,16 @@ class Usage:
 
 
 @dataclass
+class BoughtOver:
+    """The summaries bought for rows that stayed over the target (written or rejected), and the prompt
+    and completion tokens their calls were billed (0 for a summarizer that reports no usage)."""
+
+    summaries: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass
 class Batches:
     """How a batch run bought its summaries (summarization.batch), over its resumes."""
 
@@ -105,6 +115,7 @@ class Summarization:
     max_calls_in_flight: int | None = field(default=None, metadata=_OMIT)
     latency_ms: Latency | None = field(default=None, metadata=_OMIT)
     usage: Usage | None = field(default=None, metadata=_OMIT)
+    bought_for_rows_over: BoughtOver | None = field(default=None, metadata=_OMIT)  # None: a report from before it
     cache_hits: int | None = field(default=None, metadata=_OMIT)
     cache_file: str | None = field(default=None, metadata=_OMIT)
     batch: Batches | None = field(default=None, metadata=_OMIT)

@@ -221,9 +221,9 @@ class OpenAISummarizer(Summarizer):
             if tally.calls:
                 self.retries += 1
             tally.calls += 1
-            result = await self._attempt(body)
+            result = await self._attempt(body, tally.usage)
             if isinstance(result, str):
-                return Summary(result, tally.calls, tally.errors, tuple(tally.checks))
+                return Summary(result, tally.calls, tally.errors, tuple(tally.checks), *tally.usage)
             tally.errors += 1
             tally.last = result.message
             if result.message.startswith(CHECK_FAILED):  # retried as any bad answer, and counted by check
@@ -248,12 +248,16 @@ class OpenAISummarizer(Summarizer):
             return None
         return self._payload(request, int(allowed * sent / max(refusal.prompt, 1) * REFIT_MARGIN))
 
-    async def _attempt(self, body: dict[str, Any]) -> str | Failure:
-        """One HTTP call: the usable summary text, or a Failure saying whether to retry."""
+    async def _attempt(self, body: dict[str, Any], billed: list[int]) -> str | Failure:
+        """One HTTP call: the usable summary text, or a Failure saying whether to retry; the tokens it was
+        billed added to `billed` (prompt, completion)."""
         response = await self.endpoint.chat(body)
         self.latencies.append(response.seconds)
         if isinstance(response, Failure):
             return response
+        usage = (response.data.get("usage") if isinstance(response.data, dict) else None) or {}
+        billed[0] += int(usage.get("prompt_tokens") or 0)
+        billed[1] += int(usage.get("completion_tokens") or 0)
         text, problem = self._read(response.data)
         if text is not None:  # judged off the loop: the checks read the region's prose and count tokens
             text, problem = await asyncio.get_running_loop().run_in_executor(self._judge, self._judged, text, body)
@@ -344,6 +348,7 @@ class _Tally:
     errors: int = 0
     last: str = "no call made"
     checks: list = field(default_factory=list)  # the check each failed answer failed, in order
+    usage: list = field(default_factory=lambda: [0, 0])  # prompt and completion tokens billed so far
 
 
 def clean_summary(content: str, prefix: str = DEFAULT_PREFIX) -> str:

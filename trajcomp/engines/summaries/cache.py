@@ -174,6 +174,9 @@ def _encoded(key: str, summary: Summary, checked: str | None = None) -> bytes:
     value: dict[str, Any] = {"text": summary.text, "api_calls": summary.api_calls, "errors": summary.errors}
     if summary.checks_failed:  # left out when empty: entries written before checks read the same
         value["checks_failed"] = list(summary.checks_failed)
+    for name in ("prompt_tokens", "completion_tokens"):  # likewise, left out when nothing was billed
+        if getattr(summary, name):
+            value[name] = getattr(summary, name)
     if checked is not None:
         value["checked"] = checked
     return json_codec.dumps({"key": key, "summary": value, "sha256": _checksum(value)})
