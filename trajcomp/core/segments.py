@@ -46,6 +46,7 @@ class Segment:
     carried: int = 0  # turns carried from the row before
     cannot_fit: bool = False
     closed: bool = False  # its closing outputs are stubs: the next group opens a new row
+    compacted: bool = False  # it opens with a summary its compaction bought (Replay.passes holds them in order)
 
 
 @dataclass
@@ -241,7 +242,7 @@ class Segmenter:
             return None, None, metrics
         t = best.plan.end
         origins = list(range(head)) + ([] if joins or best.plan.merge_into_next else [-1]) + list(range(t, end))
-        made = Segment(out, origins, seg.end, t, end, best.tokens, t - head, seg.end - t)
+        made = Segment(out, origins, seg.end, t, end, best.tokens, t - head, seg.end - t, compacted=True)
         example = self.sourcing.example(best.request, best.sourced.summary.text, index)
         return made, example, metrics
 
