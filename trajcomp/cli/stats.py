@@ -64,20 +64,20 @@ def stats(
     """
     try:
         cfg = load_config(
-            config,
-            target_max_tokens=target_max_tokens,
-            summary_target_tokens=summary_target_tokens,
-            protect_last_n_turns=protect_last_n,
-            tokenizer_name=tokenizer,
-            count_mode=count_mode,
-            prune=True if prune else None,
-            segments=True if segments else None,
+            config, target_max_tokens=target_max_tokens, summary_target_tokens=summary_target_tokens,
+            protect_last_n_turns=protect_last_n, tokenizer_name=tokenizer, count_mode=count_mode,
+            prune=True if prune else None, segments=True if segments else None,
             chat_template=str(chat_template) if chat_template is not None else None,
         )
         jobs = input_jobs(inputs)
         counter = TokenCounter.for_config(cfg)
     except (ConfigError, TokenizerLoadError) as exc:
         fail(str(exc))
+    _print(jobs, counter, cfg, as_json)
+
+
+def _print(jobs: list[FileJob], counter: TokenCounter, cfg, as_json: bool) -> None:
+    """The dataset's figures, as JSON or text; a file that cannot be read fails the command."""
     try:
         result = dataset_stats(jobs, counter, cfg)
     except OSError as exc:

@@ -61,11 +61,7 @@ def from_aggregate(
             outcomes={o.value: agg.outcomes[o.value] for o in Outcome},
             summaries_by_source=dict(sorted(agg.summary_sources.items())),
         ),
-        tokens=Tokens(
-            agg.original_tokens, agg.compressed_tokens, agg.original_tokens - agg.compressed_tokens,
-            round(agg.compressed_tokens / agg.original_tokens, 4) if agg.original_tokens else 1.0,
-            agg.assistant_tokens, agg.assistant_tokens_trained, trained_share(agg),
-        ),
+        tokens=tokens(agg),
         turns=Turns(agg.original_turns, agg.compressed_turns, agg.original_turns - agg.compressed_turns),
         averages=Averages(
             _avg(agg.original_tokens, n), _avg(agg.compressed_tokens, out),
@@ -97,6 +93,15 @@ def from_aggregate(
         worst_rows=[WorstRow(**row) for row in agg.worst_rows()],
         tokenizer=tokenizer,
         config=config,
+    )
+
+
+def tokens(agg: Aggregate) -> Tokens:
+    """Tokens in, tokens written (the sum over the output rows), their ratio, and the assistant tokens trained."""
+    return Tokens(
+        agg.original_tokens, agg.compressed_tokens, agg.original_tokens - agg.compressed_tokens,
+        round(agg.compressed_tokens / agg.original_tokens, 4) if agg.original_tokens else 1.0,
+        agg.assistant_tokens, agg.assistant_tokens_trained, trained_share(agg),
     )
 
 
