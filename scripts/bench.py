@@ -450,7 +450,24 @@ def segments(s: Setup) -> list[Figure]:
         Figure("Segments: speed (endpoint answering at once)", f"{seg.rows / seg.seconds:.1f} input rows/s",
                f"plain {plain.rows / plain.seconds:.1f} rows/s", (seg.rows / seg.seconds) / (plain.rows / plain.seconds),
                others=others([r.m for r in seg_runs]), note=f"wall with start-up {seg.m.wall:.1f} s"),
+        segments_chat_template(s, src, target),
     ]
+
+
+def segments_chat_template(s: Setup, src: Path, target: int) -> Figure:
+    """--segments in count_mode chat_template (Qwen3's template) beside plain chat_template on the same rows:
+    a view's length is counted by the pieces its rendering does not share with the input's, and only at the
+    farthest cut its turns' costs put under the target, so segments should take at most twice as long."""
+    extra = ("--count-mode", "chat_template", "--tokenizer", str(qwen3_folder()))
+    plain_runs, seg_runs = repeat(s.args.repeats, lambda: run_trajcomp(s, src, target, latency=0.0, extra=extra),
+                                  lambda: run_trajcomp(s, src, target, latency=0.0, extra=(*extra, "--segments")))
+    plain, seg = (median_by(r, key=lambda run: run.seconds) for r in (plain_runs, seg_runs))
+    ratio = seg.seconds / plain.seconds if plain.seconds else None
+    return Figure("Segments, chat_template: time beside plain chat_template (endpoint answering at once)",
+                  f"{seg.seconds:.1f} s ({seg.rows / seg.seconds:.1f} input rows/s)",
+                  f"plain chat_template {plain.seconds:.1f} s", ratio, "<= 2", ratio is not None and ratio <= 2,
+                  others=others([r.m for r in seg_runs]),
+                  note=f"{seg.report['rows']['written']} rows out; wall with start-up {seg.m.wall:.1f} s")
 
 
 def chat_template(s: Setup) -> list[Figure]:

@@ -361,7 +361,7 @@ def test_empty_input_gives_empty_output_and_zero_report(tmp_path, bpe_tokenizer)
     assert report["summary"]["total_trajectories"] == 0
     assert set(report["summary"]["outcomes"].values()) == {0}
     assert report["tokens"] == {"total_original": 0, "total_compressed": 0, "total_saved": 0,
-                                "overall_compression_ratio": 1.0}
+                                "overall_compression_ratio": 1.0, "assistant": 0, "trained": 0, "trained_share": None}
     assert report["turns"] == {"total_original": 0, "total_compressed": 0, "total_removed": 0}
     assert set(report["averages"].values()) == {0.0}
     zero = {"min": 0, "p50": 0, "p90": 0, "p99": 0, "max": 0}

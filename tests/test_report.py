@@ -61,6 +61,7 @@ def test_report_equals_a_recount_of_the_written_rows(tok_name, runs):
         return sum(counter.count([t["value"] for t in row["conversations"]]))
 
     before, after, turns_before, turns_after, kept_shares = [], [], [], [], []
+    assistant = trained = 0
     outcomes: Counter = Counter()
     sources: Counter = Counter()
     for row in written:
@@ -95,6 +96,8 @@ def test_report_equals_a_recount_of_the_written_rows(tok_name, runs):
                     kept_tokens += tokens
         assert m["assistant_tokens_kept"] == (round(kept_tokens / gpt_tokens, 4) if gpt_tokens else None), row["id"]
         kept_shares.append(m["assistant_tokens_kept"])
+        assistant += gpt_tokens
+        trained += kept_tokens if compressed <= TARGET else 0  # a row over the target trains nothing
         assert m["human_turns_cut"] == 0  # these rows' user turns fit whole
         before.append(original)
         after.append(compressed)
@@ -128,6 +131,9 @@ def test_report_equals_a_recount_of_the_written_rows(tok_name, runs):
         "total_compressed": sum(after),
         "total_saved": sum(before) - sum(after),
         "overall_compression_ratio": round(sum(after) / sum(before), 4),
+        "assistant": assistant,
+        "trained": trained,
+        "trained_share": round(trained / assistant, 4),
     }
     assert report["turns"] == {
         "total_original": sum(turns_before),

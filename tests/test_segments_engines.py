@@ -208,7 +208,8 @@ def test_the_report_compare_page_and_show_name_the_segments(reference, tmp_path)
     compared = run_cli("compare", str(old), str(report), "--json", "--html", str(tmp_path / "c.html"))
     assert compared.code == 0, compared.stderr
     figures = json.loads(compared.stdout)["figures"]
-    assert figures["rows_out"] == [None, seg["rows_out"]] and figures["trained_share"] == [None, 1.0]
+    assert figures["rows_out"] == [None, seg["rows_out"]] and figures["segment_summaries"] == [None, seg["summaries"]]
+    assert figures["trained_share"] == [1.0, 1.0]  # the report's tokens section, in every run's report
     from trajcomp.reports.page import report_page
     from trajcomp.reports.reading import load
 

@@ -287,9 +287,10 @@ REPORT_PATHS = {
     "target_max_tokens": ("config", "compression", "target_max_tokens"),
     "summary_target_tokens": ("config", "compression", "summary_target_tokens"),
     "rows_read": ("rows", "read"),
+    "rows_in": ("rows", "inputs_written"),
     "rows_written": ("rows", "written"),
     "rows_rejected": ("rows", "rejected"),
-    "compressed": ("summary", "trajectories_compressed"),
+    "compressed": ("statuses", "compressed"),
     "skipped_under_target": ("summary", "trajectories_skipped_under_target"),
     "still_over_limit": ("summary", "trajectories_still_over_limit"),
     "cannot_fit": ("statuses", "cannot_fit"),
@@ -298,6 +299,9 @@ REPORT_PATHS = {
     "tokens_after": ("tokens", "total_compressed"),
     "tokens_saved": ("tokens", "total_saved"),
     "compression_ratio": ("tokens", "overall_compression_ratio"),
+    "assistant_tokens": ("tokens", "assistant"),
+    "assistant_tokens_trained": ("tokens", "trained"),
+    "trained_share": ("tokens", "trained_share"),
     "p50_tokens_after": ("distribution", "after", "p50"),
     "p99_tokens_after": ("distribution", "after", "p99"),
     "identifier_retention": ("identifier_retention", "mean"),
@@ -310,8 +314,6 @@ REPORT_PATHS = {
     "summaries_avoided": ("pruning", "summaries_avoided"),
     "rows_out": ("segments", "rows_out"),
     "segment_summaries": ("segments", "summaries"),
-    "assistant_tokens_trained": ("segments", "assistant_tokens_trained"),
-    "trained_share": ("segments", "trained_share"),
     "summary_passes": ("passes",),  # summed: passes x rows
     "api_calls": ("summarization", "api_calls"),
     "http_requests": ("summarization", "http_requests"),
@@ -395,9 +397,9 @@ def test_compare_text_table(two_reports):
     assert lines[3].split() == ["A", "B", "B-A", "%"]
     assert cells(res.stdout, "target max tokens") == ["2,500", "4,000", "+1,500", "+60.0%"]
     ta, tb = a["tokens"]["total_compressed"], b["tokens"]["total_compressed"]
-    assert cells(res.stdout, "tokens after") == [f"{ta:,}", f"{tb:,}", f"{tb - ta:+,}", f"{(tb - ta) / ta * 100:+.1f}%"]
+    assert cells(res.stdout, "tokens written") == [f"{ta:,}", f"{tb:,}", f"{tb - ta:+,}", f"{(tb - ta) / ta * 100:+.1f}%"]
     ra, rb = a["tokens"]["overall_compression_ratio"], b["tokens"]["overall_compression_ratio"]
-    assert cells(res.stdout, "overall ratio")[:3] == [f"{ra:.4f}", f"{rb:.4f}", f"{rb - ra:+.4f}"]
+    assert cells(res.stdout, "ratio written / in")[:3] == [f"{ra:.4f}", f"{rb:.4f}", f"{rb - ra:+.4f}"]
     assert cells(res.stdout, "http requests") == ["-", "-", "-", "-"]
     assert len({len(line) for line in res.stdout.splitlines()[3:]}) == 1, "columns are aligned"
 

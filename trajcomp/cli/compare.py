@@ -35,12 +35,14 @@ def compare(
        "differences": {figure: one {"absolute", "percent"}
                        per report after the first}}
     percent is null when the first report's value is 0 or missing.
-    Figures: target_max_tokens, summary_target_tokens, rows_read, rows_written, rows_rejected, compressed,
-      skipped_under_target, still_over_limit, cannot_fit, failed, tokens_before,
-      tokens_after, tokens_saved, compression_ratio, p50_tokens_after, p99_tokens_after,
+    Figures: target_max_tokens, summary_target_tokens, rows_read, rows_in (input rows written), rows_written
+      (output rows), rows_rejected, compressed (rows that now fit), skipped_under_target, still_over_limit,
+      cannot_fit, failed, tokens_before (in), tokens_after (written: the sum over the output rows), tokens_saved,
+      compression_ratio (written / in), assistant_tokens, assistant_tokens_trained, trained_share (unmarked
+      assistant turns of rows at or under the target), p50_tokens_after, p99_tokens_after,
       identifier_retention, assistant_tokens_kept, human_turns_cut, rows_pruned, outputs_pruned,
-      outputs_deduplicated, pruned_tokens_saved, summaries_avoided (with --prune), rows_out, segment_summaries,
-      assistant_tokens_trained, trained_share (with --segments), summary_passes, api_calls, http_requests, retries, cache_hits,
+      outputs_deduplicated, pruned_tokens_saved, summaries_avoided (with --prune), rows_out, segment_summaries
+      (with --segments), summary_passes, api_calls, http_requests, retries, cache_hits,
       answers_failed_checks, rows_fallen_back_on_checks,
       prompt_tokens, completion_tokens, latency_p95_ms, duration_seconds, rows_per_second.
     """

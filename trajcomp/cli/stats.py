@@ -35,7 +35,9 @@ def stats(
     summary_target_tokens: opt.SummaryTargetTokens = None,
     protect_last_n: opt.ProtectLastN = None,
     count_mode: Optional[str] = typer.Option(None, help="How a row's length is counted: turns or chat_template (as for compress)."),
+    chat_template: opt.ChatTemplate = None,
     prune: opt.Prune = False,
+    segments: opt.Segments = False,
     as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON on stdout."),
 ) -> None:
     """Token lengths of a dataset and what compress would do to it: no summarizer calls, nothing written.
@@ -55,22 +57,27 @@ def stats(
         as planned (fixed bins, the same as a compress report's),
       files (one {path, rows, rejected} per input file),
       pruning {rows_pruned, rows_fit_without_summary, outputs_pruned, outputs_deduplicated, tokens_saved,
-               summaries_avoided} (--prune: rows are planned after their stubs, as compress does).
+               summaries_avoided} (--prune: rows are planned after their stubs, as compress does),
+      rows_out, summaries (--segments: the rows the run would write and the summaries they would use, cut by
+        the run's own row core with extractive summaries, no request made; the after figures and the
+        summarizer calls are then those of the output rows).
     """
     try:
         cfg = load_config(
-            config,
-            target_max_tokens=target_max_tokens,
-            summary_target_tokens=summary_target_tokens,
-            protect_last_n_turns=protect_last_n,
-            tokenizer_name=tokenizer,
-            count_mode=count_mode,
-            prune=True if prune else None,
+            config, target_max_tokens=target_max_tokens, summary_target_tokens=summary_target_tokens,
+            protect_last_n_turns=protect_last_n, tokenizer_name=tokenizer, count_mode=count_mode,
+            prune=True if prune else None, segments=True if segments else None,
+            chat_template=str(chat_template) if chat_template is not None else None,
         )
         jobs = input_jobs(inputs)
         counter = TokenCounter.for_config(cfg)
     except (ConfigError, TokenizerLoadError) as exc:
         fail(str(exc))
+    _print(jobs, counter, cfg, as_json)
+
+
+def _print(jobs: list[FileJob], counter: TokenCounter, cfg, as_json: bool) -> None:
+    """The dataset's figures, as JSON or text; a file that cannot be read fails the command."""
     try:
         result = dataset_stats(jobs, counter, cfg)
     except OSError as exc:

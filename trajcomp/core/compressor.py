@@ -20,7 +20,7 @@ from .passes import Attempt, Passes, plan_region, unchanged
 from .planner import Decision, Plan, PlanParams
 from .prune_fit import Pruned, Pruner, summary_avoided, with_pruning
 from .row_result import RowResult, SummaryExample  # noqa: F401  (named with the compressor)
-from .segment_rows import bought, replay_metrics, segment_rows, with_lineage, with_stubs
+from .segment_rows import Walked, bought, input_marks, replay_metrics, segment_rows, with_lineage, with_stubs
 from .segments import Row, Segmenter
 from .rows import SHAREGPT, RowError, RowSchema, Turn
 from .sourcing import Sourcing
@@ -131,13 +131,13 @@ class TrajectoryCompressor:
         measured = await self._measure(native, adapter, turns, costs_above=0)
         if measured.total <= target:
             out, metrics, _ = await self._plain(native, adapter, turns, measured)  # under the target: no summary
-            metrics = await self._with_assistant_tokens(self._pruning_said(metrics), turns, measured)
+            metrics = await self._with_assistant_tokens(self._pruning_said(metrics), native, adapter, turns, measured)
             return self._one_row(row, adapter, native, out, metrics, field)
         walked = Row(native, adapter, turns, measured, self.config.summary_prefix)
         floor = self.segmenter.floor(walked)
         if floor is not None:  # no segment could fit: one row, never cut (kept, rejected or shortened whole)
             out, metrics, kept = await self._whole(native, adapter, turns, measured, floor)
-            metrics = await self._with_assistant_tokens(self._pruning_said(metrics), turns, measured)
+            metrics = await self._with_assistant_tokens(self._pruning_said(metrics), native, adapter, turns, measured)
             return self._one_row(row, adapter, native, out, metrics, field, kept=kept)
         replay = await self.segmenter.replay(walked)
         if replay.failed is not None:  # no summary: the row as it was (summarization.on_failure)
@@ -149,9 +149,11 @@ class TrajectoryCompressor:
                              summarization_api_calls=replay.failed.summarization_api_calls,
                              summarization_errors=replay.failed.summarization_errors,
                              bought=bought([*replay.passes, replay.failed]))
-            failed = await self._with_assistant_tokens(self._pruning_said(failed), turns, measured)
+            failed = await self._with_assistant_tokens(self._pruning_said(failed), native, adapter, turns, measured)
             return self._one_row(row, adapter, native, native, failed, field)
-        metrics = replay_metrics(replay, walked.roles, measured.costs, walked.summaries, measured.total, target)
+        marks = input_marks(native, adapter, self.config.train_field)
+        w = Walked(walked.roles, measured.costs, measured.overhead, walked.summaries, marks, target)
+        metrics = replay_metrics(replay, w, measured.total)
         if self.pruner is not None:
             metrics = with_stubs(metrics, walked)
         rejected = self._rejected(metrics)
@@ -174,7 +176,7 @@ class TrajectoryCompressor:
         turns = fmt.turns(native)
         measured = await self._measure(native, fmt, turns, costs_above=self.config.target_max_tokens)
         out, metrics, kept = await self._plain(native, fmt, turns, measured)
-        return out, await self._with_assistant_tokens(self._pruning_said(metrics), turns, measured), kept
+        return out, await self._with_assistant_tokens(self._pruning_said(metrics), native, fmt, turns, measured), kept
 
     def _pruning_said(self, metrics: RowMetrics) -> RowMetrics:
         """Pruning on: every row says what it pruned, 0 when nothing."""
@@ -182,16 +184,23 @@ class TrajectoryCompressor:
             return replace(metrics, pruned_outputs=0)
         return metrics
 
-    async def _with_assistant_tokens(self, metrics: RowMetrics, turns: Sequence[Turn], measured: Measured) -> RowMetrics:
+    async def _with_assistant_tokens(self, metrics: RowMetrics, native, fmt, turns: Sequence[Turn],
+                                     measured: Measured) -> RowMetrics:
         """The input's assistant tokens (its turns' costs; the texts counted when a template's row under the
-        target has none) and those the output still trains; and the one summary a compressed row holds."""
+        target has none) and those the output trains: its unmarked assistant turns the summary did not
+        replace, none in a row over the target (a trainer cuts or drops it); and the one summary it holds."""
+        gpt = [i for i, t in enumerate(turns) if t.role == "gpt"]
         if measured.costs:
-            total = sum(c for t, c in zip(turns, measured.costs) if t.role == "gpt")
+            costs = dict(zip(gpt, (measured.costs[i] for i in gpt)))
         else:
-            total = sum(await self.counter.acount([t.text for t in turns if t.role == "gpt"]))
-        trained = round(total * (metrics.assistant_tokens_kept or 0.0))
+            costs = dict(zip(gpt, await self.counter.acount([turns[i].text for i in gpt])))
         summaries = int(metrics.was_compressed and metrics.passes > 0)
-        return replace(metrics, assistant_tokens=total, assistant_tokens_trained=trained, summaries=summaries)
+        start, end = metrics.region if summaries and metrics.region else (0, 0)
+        marks = input_marks(native, fmt, self.config.train_field)
+        trained = 0 if metrics.still_over_limit else sum(
+            c for i, c in costs.items() if not start <= i < end and i not in marks)
+        return replace(metrics, assistant_tokens=sum(costs.values()), assistant_tokens_trained=trained,
+                       summaries=summaries)
 
     async def _plain(self, native, fmt, turns: list[Turn], measured: Measured):
         """The row compressed without segments, its metrics, and the pass it kept (None: no summary)."""

@@ -1,4 +1,5 @@
-"""Per-row metrics and their aggregate; the aggregate is always the sum of the rows written."""
+"""Per-row metrics and their aggregate; the aggregate is always the sum of the rows written: of the
+output rows for their lengths, statuses and what they train, of their input rows for what was read and bought."""
 
 from __future__ import annotations
 
@@ -63,6 +64,14 @@ class RowMetrics:
     # The summaries bought for the row (its passes that got one) and the prompt and completion tokens
     # their calls were billed: the report's count of those bought for rows that stayed over.
     bought: tuple[int, int, int] = (0, 0, 0)
+    # With segments, each output row's own metrics, in order (its length against the target, its
+    # status); () when the input row is written as one row, which these metrics then describe.
+    written: tuple["RowMetrics", ...] = ()
+
+    @property
+    def output_rows(self) -> tuple["RowMetrics", ...]:
+        """The metrics of each row written for this input row: its segments', or its own."""
+        return self.written or (self,)
 
     @property
     def fell_back_on_checks(self) -> bool:
@@ -244,37 +253,44 @@ class Aggregate:
     other_shards: int = 0
 
     def add(self, m: RowMetrics, source: str | None = None, line: int | None = None) -> None:
-        """A written row; `source` and `line` (its input file and line) name it among the worst rows."""
-        self.outcomes[m.outcome.value] += 1
-        self.statuses[m.status] += 1
+        """An input row written; `source` and `line` (its input file and line) name it among the worst rows.
+        What is of the input (its tokens, the summaries bought) counts once; what is of the rows written
+        (their lengths, statuses, what they train) counts for each of its output rows (m.output_rows)."""
         self.passes[str(m.passes)] += 1
         if m.summary_source is not None:
             self.summary_sources[m.summary_source] += 1
-        self.still_over_limit += m.still_over_limit
         self.original_tokens += m.original_tokens
-        self.compressed_tokens += m.compressed_tokens
         self.original_turns += m.original_turns
-        self.compressed_turns += m.compressed_turns
         self.api_calls += m.summarization_api_calls
         self.errors += m.summarization_errors
         self.before.append(m.original_tokens)
-        self.after.append(m.compressed_tokens)
-        if m.was_compressed:
-            self.ratio_counts[bin_index(m.compression_ratio, RATIO_EDGES)] += 1
         if m.identifier_retention is not None:
             self.retention_rows += 1
             self.retention_sum += m.identifier_retention
             self.retention_counts[bin_index(m.identifier_retention, RETENTION_EDGES)] += 1
-        if m.assistant_tokens_kept is not None:
-            self.assistant_rows += 1
-            self.assistant_sum += m.assistant_tokens_kept
-            self.assistant_counts[bin_index(m.assistant_tokens_kept, RETENTION_EDGES)] += 1
         self.human_turns_cut += m.human_turns_cut
         self.rows_with_human_turns_cut += m.human_turns_cut > 0
+        for out in m.output_rows:
+            self._add_written(out, source, line)
         self._add_segments(m)
         self._add_checks(m)
         self._add_pruning(m)
         self._add_over(m)
+
+    def _add_written(self, m: RowMetrics, source: str | None, line: int | None) -> None:
+        """One output row, by its own length against the target."""
+        self.outcomes[m.outcome.value] += 1
+        self.statuses[m.status] += 1
+        self.still_over_limit += m.still_over_limit
+        self.compressed_tokens += m.compressed_tokens
+        self.compressed_turns += m.compressed_turns
+        self.after.append(m.compressed_tokens)
+        if m.was_compressed:
+            self.ratio_counts[bin_index(m.compression_ratio, RATIO_EDGES)] += 1
+        if m.assistant_tokens_kept is not None:
+            self.assistant_rows += 1
+            self.assistant_sum += m.assistant_tokens_kept
+            self.assistant_counts[bin_index(m.assistant_tokens_kept, RETENTION_EDGES)] += 1
         self._note_worst(m, m.status, source, line)
 
     def _add_over(self, m: RowMetrics) -> None:
@@ -354,6 +370,7 @@ class Aggregate:
 
     @property
     def rows_written(self) -> int:
+        """Input rows written (as one output row, or with segments as several: rows_out)."""
         return len(self.before)
 
     @property

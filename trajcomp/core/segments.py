@@ -15,6 +15,7 @@ joins it, and the tail starts at an assistant turn.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
@@ -47,6 +48,8 @@ class Segment:
     carried: int = 0  # turns carried from the row before
     cannot_fit: bool = False
     closed: bool = False  # its closing outputs are stubs: the next group opens a new row
+    compacted: bool = False  # it opens with a summary its compaction bought (Replay.passes holds them in order)
+    estimated: bool = False  # `tokens` summed from the turns' costs (chat_template: counted when it is written)
 
 
 @dataclass
@@ -70,6 +73,8 @@ class Row:
         self.current, self.seen, self.costs = list(native), list(turns), list(measured.costs)
         self.stubs: dict[int, Candidate] = {}  # input index -> its stub
         self.closing: dict[int, tuple[Candidate, int]] = {}  # outputs stubbed in one row only, with the tokens saved
+        self.cut_list: list[int] = []  # where rows may end (cuts)
+        self.ahead: dict[tuple, tuple[int, int]] = {}  # chat_template: a view's farthest cut counted, that fits
 
     def stub(self, i: int, candidate: Candidate, saved: int) -> None:
         """Input turn `i` a stub from now on, `saved` tokens shorter."""
@@ -105,15 +110,16 @@ class Segmenter:
         seg = Segment(list(row.native[:head]), list(range(head)), 0, head, head, await self._tokens(row, row.native[:head]))
         out = Replay([], [], [])
         previous, upto = None, head
-        for c in row.cuts(head):
+        row.cut_list = row.cuts(head)
+        for c in row.cut_list:
             if seg.end in row.summaries:  # a live agent's compaction: its summary opens a row
                 if seg.end > max(head, seg.new_from):
-                    out.segments.append(seg)
+                    out.segments.append(await self._exact(row, seg))
                     seg = await self._reopened(row, head, seg.end)
                 previous, upto = compaction.body(row.turns[seg.end].text, self.config.summary_prefix), seg.end + 1
             grown = None if seg.closed else await self._grown(row, seg, c)
             if grown is None and seg.end > max(head, seg.new_from):
-                out.segments.append(seg)
+                out.segments.append(await self._exact(row, seg))
                 made, example, metrics = await self._compact(row, seg, head, c, previous, upto, len(out.segments))
                 if made is None:
                     out.failed = metrics
@@ -124,7 +130,7 @@ class Segmenter:
                 previous, upto = example.summary, seg.body_from
                 grown = await self._grown(row, seg, c)
             seg = grown or await self._closed(row, seg, c) or await self._extended(row, seg, c, None)
-        out.segments.append(seg)
+        out.segments.append(await self._exact(row, seg))
         return out
 
     def floor(self, row: Row) -> Floor | None:
@@ -141,6 +147,14 @@ class Segmenter:
             return row.costs
         return [0 if i >= head and role == "tool" else cost for i, (role, cost) in enumerate(zip(row.roles, row.costs))]
 
+    async def _exact(self, row: Row, seg: Segment) -> Segment:
+        """`seg` as it is written: its length counted, when it was summed from its turns' costs."""
+        if not seg.estimated:
+            return seg
+        tokens = await self._tokens(row, seg.native)
+        return replace(seg, tokens=tokens, estimated=False,
+                       cannot_fit=seg.cannot_fit or tokens > self.config.target_max_tokens)
+
     def _head_end(self, row: Row) -> int:
         """The protected head; in an alternation, the turns up to the first human one, which the summary
         joins; never past a live summary."""
@@ -153,9 +167,9 @@ class Segmenter:
     async def _grown(self, row: Row, seg: Segment, c: int) -> Segment | None:
         """`seg` with the group up to `c` when that fits, with the fewest stubs it takes (compression.prune);
         None when it does not fit even so."""
-        tokens = await self._fits(row, seg, c)
-        if tokens is not None:
-            return await self._extended(row, seg, c, tokens)
+        fits = await self._fits(row, seg, c)
+        if fits is not None:
+            return await self._extended(row, seg, c, *fits)
         if self.pruner is None:
             return None
         native, origins = seg.native + row.current[seg.end:c], seg.origins + list(range(seg.end, c))
@@ -207,27 +221,54 @@ class Segmenter:
         after = await self.counter.acount([s.text for s in pruned.stubbed])
         return pruned, [(stub, b - a) for stub, b, a in zip(pruned.stubbed, before, after)]
 
-    async def _extended(self, row: Row, seg: Segment, c: int, tokens: int | None) -> Segment:
+    async def _extended(self, row: Row, seg: Segment, c: int, tokens: int | None, estimated: bool = False) -> Segment:
         """`seg` with the group up to `c`; one that does not fit even so is there, flagged."""
         native = seg.native + [dict(t) for t in row.current[seg.end:c]]
         if tokens is None:  # over: counted whole, since the turns' sum misses the template's closing pieces
             tokens = await self._tokens(row, native)
         return replace(seg, native=native, origins=seg.origins + list(range(seg.end, c)), end=c, tokens=tokens,
-                       cannot_fit=seg.cannot_fit or tokens > self.config.target_max_tokens)
+                       cannot_fit=seg.cannot_fit or tokens > self.config.target_max_tokens, estimated=estimated)
 
-    async def _fits(self, row: Row, seg: Segment, c: int) -> int | None:
-        """The row's length with the group up to `c`, or None when that is over the target."""
+    async def _fits(self, row: Row, seg: Segment, c: int) -> tuple[int, bool] | None:
+        """The row's length with the group up to `c` and whether it is summed from the turns' costs (counted
+        when the row is written), or None when that is over the target."""
         target = self.config.target_max_tokens
         estimate = seg.tokens + row.cost(seg.end, c)
         if self.lengths.mode == "turns" or estimate > target * 1.25:  # by turns the sum is exact
-            return estimate if estimate <= target else None
+            return (estimate, False) if estimate <= target else None
+        # chat_template: rendering every candidate cut would count the view again and again. The farthest
+        # cut its costs put under the target is counted once; when it fits, so do the cuts before it (a row
+        # grows with its turns), which then take their costs' sum.
+        key = (seg.new_from, seg.body_from, seg.summarized, seg.carried)
+        far = row.ahead.get(key)
+        if far is None or far[0] < c:
+            far = await self._farthest(row, seg, c, estimate, key)
+        if far is not None and far[0] >= c:
+            return (far[1], False) if far[0] == c else (estimate, True)
         tokens = await self._tokens(row, seg.native + row.current[seg.end:c])
-        return tokens if tokens <= target else None
+        return (tokens, False) if tokens <= target else None
+
+    async def _farthest(self, row: Row, seg: Segment, c: int, estimate: int, key: tuple) -> tuple[int, int] | None:
+        """The farthest cut from `c` on whose costs' sum is under the target, with its counted length, when
+        that fits (kept for `key`'s later cuts); None when it does not, or is `c` itself."""
+        target = self.config.target_max_tokens
+        ahead = [d for d in row.cut_list if d > c and seg.tokens + row.cost(seg.end, d) <= target]
+        if not ahead or estimate > target:
+            return None
+        tokens = await self._tokens(row, seg.native + row.current[seg.end:ahead[-1]])
+        if tokens > target:
+            return None
+        row.ahead[key] = (ahead[-1], tokens)
+        return row.ahead[key]
 
     async def _tokens(self, row: Row, native: list[dict[str, Any]]) -> int:
         if self.lengths.mode == "turns":
             return sum(await self.counter.acount([t.text for t in row.fmt.turns(native)])) + row.measured.overhead
         messages = row.fmt.chat_messages(native, self.config.chat_roles)
+        if row.measured.pieces is not None:  # a view shares most of its rendering's pieces with the input's:
+            # only the pieces the input's rendering lacks are counted (exact: split_tokens.py), not the whole
+            # view again at every candidate cut
+            return await asyncio.to_thread(self.lengths.measure_edit, row.measured, messages)
         return (await self.lengths.ameasure([], messages, None)).total
 
     async def _reopened(self, row: Row, head: int, at: int) -> Segment:
@@ -257,7 +298,7 @@ class Segmenter:
             return None, None, metrics
         t = best.plan.end
         origins = list(range(head)) + ([] if joins or best.plan.merge_into_next else [-1]) + list(range(t, end))
-        made = Segment(out, origins, seg.end, t, end, best.tokens, t - head, seg.end - t)
+        made = Segment(out, origins, seg.end, t, end, best.tokens, t - head, seg.end - t, compacted=True)
         example = self.sourcing.example(best.request, best.sourced.summary.text, index)
         return made, example, metrics
 
@@ -294,6 +335,10 @@ class Segmenter:
         if self.lengths.mode == "turns":
             costs = row.costs[:end]
             return Measured(sum(costs) + row.measured.overhead, costs, row.measured.overhead)
+        if row.measured.pieces is not None:  # the view's costs are the input's (its stubs' taken off): the passes
+            # plan with them and count each summarized row exactly by the pieces it does not share with the input
+            costs = row.costs[:end]
+            return Measured(sum(costs) + row.measured.overhead, costs, row.measured.overhead, row.measured.pieces)
         messages = row.fmt.chat_messages(row.current[:end], self.config.chat_roles)
         return await self.lengths.ameasure([t.text for t in row.seen[:end]], messages, 0)
 

@@ -47,27 +47,24 @@ def from_aggregate(
     config: dict[str, dict[str, Any]],
 ) -> Report:
     """The report of a run whose rows were fed to `agg`; the rest is what the engine knows."""
-    n = agg.rows_written
+    n, out = agg.rows_written, agg.rows_out  # input rows written, and the output rows they became
     compressed = agg.outcomes[Outcome.COMPRESSED.value]
     rejected = sum(agg.reject_reasons.values())
     return Report(
         summary=Summary(
-            total_trajectories=n,
+            total_trajectories=out,
             trajectories_compressed=compressed,
             trajectories_skipped_under_target=agg.outcomes[Outcome.SKIPPED_UNDER_TARGET.value],
             trajectories_still_over_limit=agg.still_over_limit,
             trajectories_failed=agg.outcomes[Outcome.FAILED.value],
-            compression_rate=_avg(compressed, n),
+            compression_rate=_avg(compressed, out),
             outcomes={o.value: agg.outcomes[o.value] for o in Outcome},
             summaries_by_source=dict(sorted(agg.summary_sources.items())),
         ),
-        tokens=Tokens(
-            agg.original_tokens, agg.compressed_tokens, agg.original_tokens - agg.compressed_tokens,
-            round(agg.compressed_tokens / agg.original_tokens, 4) if agg.original_tokens else 1.0,
-        ),
+        tokens=tokens(agg),
         turns=Turns(agg.original_turns, agg.compressed_turns, agg.original_turns - agg.compressed_turns),
         averages=Averages(
-            _avg(agg.original_tokens, n), _avg(agg.compressed_tokens, n),
+            _avg(agg.original_tokens, n), _avg(agg.compressed_tokens, out),
             _avg(agg.original_tokens - agg.compressed_tokens, n),
             _avg(agg.original_turns - agg.compressed_turns, compressed),
         ),
@@ -75,7 +72,8 @@ def from_aggregate(
         summarization=summarization(summarizer, agg.api_calls, agg.errors,
                                     {**summarizer_stats, **checks(agg, summarizer_stats), **bought_over(agg)}),
         processing=processing,
-        rows=Rows(agg.rows_read, n, rejected, dict(sorted(agg.reject_reasons.items())), agg.not_sampled, agg.other_shards),
+        rows=Rows(agg.rows_read, out, rejected, dict(sorted(agg.reject_reasons.items())), agg.not_sampled,
+                  agg.other_shards, n),
         distribution=Distribution(Percentiles(**distribution(agg.before)), Percentiles(**distribution(agg.after))),
         lengths=lengths(agg.before, agg.after),
         compression_ratios=Histogram(list(RATIO_EDGES), list(agg.ratio_counts)),
@@ -96,6 +94,15 @@ def from_aggregate(
         worst_rows=[WorstRow(**row) for row in agg.worst_rows()],
         tokenizer=tokenizer,
         config=config,
+    )
+
+
+def tokens(agg: Aggregate) -> Tokens:
+    """Tokens in, tokens written (the sum over the output rows), their ratio, and the assistant tokens trained."""
+    return Tokens(
+        agg.original_tokens, agg.compressed_tokens, agg.original_tokens - agg.compressed_tokens,
+        round(agg.compressed_tokens / agg.original_tokens, 4) if agg.original_tokens else 1.0,
+        agg.assistant_tokens, agg.assistant_tokens_trained, trained_share(agg),
     )
 
 
@@ -127,10 +134,14 @@ def pruning(agg: Aggregate) -> Pruning:
 
 def segments(agg: Aggregate) -> Segments:
     """The segments section: rows in and out, input rows by their output rows, summaries, assistant tokens trained."""
-    share = round(agg.assistant_tokens_trained / agg.assistant_tokens, 4) if agg.assistant_tokens else None
     counts = dict(sorted(agg.segment_counts.items(), key=lambda kv: int(kv[0])))
     return Segments(agg.rows_written, agg.rows_out, counts, agg.summaries, agg.assistant_tokens,
-                    agg.assistant_tokens_trained, share)
+                    agg.assistant_tokens_trained, trained_share(agg))
+
+
+def trained_share(agg: Aggregate) -> float | None:
+    """The input's assistant tokens trained: in unmarked assistant turns of rows at or under the target."""
+    return round(agg.assistant_tokens_trained / agg.assistant_tokens, 4) if agg.assistant_tokens else None
 
 
 def lengths(before, after) -> Lengths:

@@ -46,13 +46,14 @@ def _key_figures(r: Report) -> str:
     statuses = r.statuses or {}
     items = [
         ("rows read", number(r.rows.read) if r.rows else "-"),
-        ("compressed", number(r.summary.trajectories_compressed)),
+        ("rows in → out", _rows_in_out(r)),
+        ("compressed (now fit)", number(statuses.get("compressed", r.summary.trajectories_compressed))),
         ("still over the limit", number(r.summary.trajectories_still_over_limit)),
         ("cannot fit", number(statuses["cannot_fit"]) if "cannot_fit" in statuses else "-"),
         ("failed", number(r.summary.trajectories_failed)),
         ("rejected", number(r.rows.rejected) if r.rows else "-"),
-        ("tokens", f"{number(r.tokens.total_original)} → {number(r.tokens.total_compressed)}"),
-        ("overall ratio", f"{r.tokens.overall_compression_ratio:.4f}"),
+        ("tokens in → written", f"{number(r.tokens.total_original)} → {number(r.tokens.total_compressed)}"),
+        ("ratio written / in", f"{r.tokens.overall_compression_ratio:.4f}"),
         ("target", number(r.target_max_tokens) if r.target_max_tokens is not None else "-"),
         ("summarizer calls", number(r.summarization.api_calls) if r.summarization else "-"),
     ]
@@ -60,6 +61,9 @@ def _key_figures(r: Report) -> str:
                          ("assistant tokens kept", r.assistant_tokens_kept)):
         if share is not None and share.mean is not None:
             items.append((label, f"{share.mean:.1%}"))
+    if r.tokens.trained is not None:
+        share = f" ({r.tokens.trained_share:.1%})" if r.tokens.trained_share is not None else ""
+        items.append(("assistant tokens trained", f"{number(r.tokens.trained)} of {number(r.tokens.assistant or 0)}{share}"))
     if r.human_turns_cut is not None:
         items.append(("user turns cut", number(r.human_turns_cut.turns)))
     if r.pruning is not None:
@@ -72,14 +76,18 @@ def _key_figures(r: Report) -> str:
     return f'<section aria-label="key figures"><dl class=figures>{cells}</dl></section>'
 
 
+def _rows_in_out(r: Report) -> str:
+    """Input rows written → output rows (several per input row with segments)."""
+    if r.rows is None:
+        return "-"
+    inputs = r.rows.inputs_written if r.rows.inputs_written is not None else r.rows.written
+    return f"{number(inputs)} → {number(r.rows.written)}"
+
+
 def _segment_figures(seg) -> list[tuple[str, str]]:
-    """compression.segments' figures: rows in and out, input rows by segments, what is trained."""
+    """compression.segments' figures: input rows by segments, the summaries they used."""
     per_row = ", ".join(f"{k}: {v}" for k, v in seg.segments_per_row.items())
-    trained = f" ({seg.trained_share:.1%})" if seg.trained_share is not None else ""
-    return [("rows in → out", f"{number(seg.rows_in)} → {number(seg.rows_out)}"),
-            ("input rows by segments", per_row or "-"),
-            ("summaries used", number(seg.summaries)),
-            ("assistant tokens trained", f"{number(seg.assistant_tokens_trained)} of {number(seg.assistant_tokens)}{trained}")]
+    return [("input rows by segments", per_row or "-"), ("summaries used", number(seg.summaries))]
 
 
 def _summarizer_section(reports: Sequence[Report], names: Sequence[str]) -> str:

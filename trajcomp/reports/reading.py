@@ -48,6 +48,10 @@ def read_report(data: Any, where: str = "report") -> Report:
         data = {k: v for k, v in data.items() if k in _V1_SECTIONS}  # schema 1 had no other sections
     report = checked(Report, data, where)
     report.schema_version = SCHEMA_VERSION  # converted: written again, it is a version-2 report
+    if report.rows is not None and report.rows.inputs_written is None:  # written before rows in and out
+        report.rows.inputs_written = report.rows.written  # then the input rows written
+        if report.segments is not None:
+            report.rows.written = report.segments.rows_out
     return report
 
 

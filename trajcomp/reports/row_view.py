@@ -3,10 +3,10 @@ replaced (given the input) and, for a row still over the limit, why in numbers."
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
-from ..core.planner import PlanParams, alternation_parity, summarizable
+from ..core.planner import PlanParams, alternation_parity, protected_bounds, summarizable
 from ..core.rows import RowError, RowSchema, Turn
 from .pairing import METRICS_KEY, Paired, Shape, shape_of, turns_of
 
@@ -72,7 +72,7 @@ class RowView:
     def tokens_after(self) -> int:
         if self.metrics is None:
             return sum(t.tokens for t in self.kept) + self.frame_tokens
-        # A segment's own length; compressed_tokens is its input row's longest segment.
+        # A segment's own length (segment_tokens; in rows of older runs compressed_tokens was its input row's)
         return self.metrics.get("segment_tokens" if self.segment else "compressed_tokens")
 
     def to_dict(self) -> dict[str, Any]:
@@ -175,28 +175,73 @@ def _explain(view: RowView, turns: list[Turn], shape: Shape, params: PlanParams,
 
 
 def why(view: RowView, turns: list[Turn], shape: Shape, params: PlanParams, alternation: bool) -> Why:
-    """The numbers behind a row still over the limit."""
+    """The numbers behind a row still over the limit; they add up to the row's length (the chat
+    template's markup named as what no turn's text holds)."""
+    if view.segment is not None:
+        return _segment_why(view, turns, shape, params, alternation)
     m, costs = view.metrics, [t.tokens for t in view.kept]
-    target = view.target
-    last_n = params.protect_last_n_turns
+    target, last_n = view.target, params.protect_last_n_turns
     if shape.summary is not None:
         k = shape.summary
         head, tail, between = costs[:k], costs[k + 1:], costs[k]
-        what = f"with the summary turn ({between:,} tokens) the row is {m['compressed_tokens']:,}"
+        what = f"with the summary turn ({between:,} tokens){_markup(view, sum(costs))} the row is {view.tokens_after:,}"
     else:
-        roles = [t.role for t in turns]
-        start, limit = summarizable(roles, params, alternation_parity(roles) if alternation else None)
-        limit = max(start, limit)
+        start, limit = _head_and_tail(turns, params, alternation)
         head, tail, between = costs[:start], costs[limit:], sum(costs[start:limit])
         what = (f"the {_turns(limit - start)} between them ({between:,} tokens) are no more than a summary would take"
                 if between else "no turn lies between them to summarize")
     fixed = sum(head) + sum(tail) + view.frame_tokens
-    against = f"a target of {target:,}" if target is not None else "the run's target (no report beside the output names it)"
     frame = f", with the row's system prompt and tools ({view.frame_tokens:,} tokens)," if view.frame_tokens else ""
     text = (f"the protected head ({_turns(len(head))}) and the last {_turns(len(tail))}{frame} alone are {fixed:,} "
-            f"tokens against {against}; {what}. ")
+            f"tokens against {_against(target)}; {what}. ")
     text += _remedy(m, fixed, target, last_n)
     return Why(text, target, len(head), sum(head), len(tail), sum(tail), between, m.get("error"))
+
+
+def _segment_why(view: RowView, turns: list[Turn], shape: Shape, params: PlanParams, alternation: bool) -> Why:
+    """A segment row over the limit, by its own turns: its head, its summary turn (if it has one) and the
+    turns after it, which add up to its length."""
+    m, costs, target = view.metrics, [t.tokens for t in view.kept], view.target
+    if shape.summary is not None:
+        k = shape.summary
+        head, between, rest = costs[:k], costs[k], costs[k + 1:]
+        opening = f"its summary turn is {between:,} tokens, "
+    else:  # the head as the segments' walk protects it (segments.py): the last turns are no tail here
+        roles = [t.role for t in turns]
+        k = protected_bounds(roles, replace(params, protect_last_n_turns=0))[0]
+        head, between, rest = costs[:k], 0, costs[k:]
+        opening = "it holds no summary (the input's turns as they were, cut where the next would not fit), "
+    text = (f"this row's protected head ({_turns(len(head))}) is {sum(head):,} tokens; {opening}the "
+            f"{_turns(len(rest))} after {'it' if shape.summary is not None else 'the head'} {sum(rest):,}"
+            f"{_markup(view, sum(costs))}: {view.tokens_after:,} tokens against {_against(target)}. ")
+    if target is not None and sum(head) + between > target:
+        text += "No summary can fit it: protect fewer head turns (protected_turns.first_*) or raise " \
+                "compression.target_max_tokens."
+    elif shape.summary is None:
+        text += "Its first turns after the head are over the target by themselves: a row is cut only between " \
+                "groups (a turn and its calls' results); raise compression.target_max_tokens."
+    elif m.get("outcome") == "failed":
+        text += _remedy(m, sum(head), target, params.protect_last_n_turns)
+    else:
+        text += "The turns after its summary (a group at least: a turn and its calls' results) do not fit beside " \
+                "the head and the summary: raise compression.target_max_tokens or protect fewer head turns."
+    return Why(text, target, len(head), sum(head), len(rest), sum(rest), between, m.get("error"))
+
+
+def _head_and_tail(turns: list[Turn], params: PlanParams, alternation: bool) -> tuple[int, int]:
+    roles = [t.role for t in turns]
+    start, limit = summarizable(roles, params, alternation_parity(roles) if alternation else None)
+    return start, max(start, limit)
+
+
+def _markup(view: RowView, texts: int) -> str:
+    """The tokens of the row no turn's text holds (the chat template's markup), when there are any."""
+    extra = (view.tokens_after or 0) - texts
+    return f" and the chat template's markup {extra:,} more" if extra else ""
+
+
+def _against(target: int | None) -> str:
+    return f"a target of {target:,}" if target is not None else "the run's target (no report beside the output names it)"
 
 
 def _turns(n: int) -> str:

@@ -39,10 +39,18 @@ class Summary:
 
 @dataclass
 class Tokens:
+    """Tokens in (the input rows written) and tokens written (the sum over the output rows: with segments,
+    several rows per input row, so it may be more than went in), and their ratio; the assistant tokens
+    of the input rows written, and those trained: in unmarked assistant turns of rows at or under the
+    target (a trainer cuts or drops a row over it). None: a report of a run before they were counted."""
+
     total_original: int = 0
     total_compressed: int = 0
-    total_saved: int = 0
-    overall_compression_ratio: float = 1.0
+    total_saved: int = 0  # total_original - total_compressed (negative when segments write more)
+    overall_compression_ratio: float = 1.0  # total_compressed / total_original
+    assistant: int | None = None
+    trained: int | None = None
+    trained_share: float | None = None  # trained / assistant (None: no assistant tokens)
 
 
 @dataclass
@@ -157,12 +165,16 @@ class Processing:
 
 @dataclass
 class Rows:
+    """Input rows read, output rows written (with segments several per input row), input rows rejected and
+    not taken; read = inputs_written + rejected + not_sampled + other_shards."""
+
     read: int = 0
     written: int = 0
     rejected: int = 0
     reject_reasons: dict[str, int] = field(default_factory=dict)
     not_sampled: int = 0
     other_shards: int = 0
+    inputs_written: int | None = None  # input rows whose rows were written (read from an older report: written)
 
 
 @dataclass
@@ -343,6 +355,10 @@ class DatasetStats:
     lengths: Lengths = field(default_factory=Lengths)  # before, and after as planned
     files: list[FileRows] = field(default_factory=list)
     pruning: Pruning | None = field(default=None, metadata=_OMIT)  # with --prune: what the stubs would do
+    # With --segments: the output rows the run would write and the summaries they would use, as the run's
+    # row core cuts them with extractive summaries (the after figures are then the output rows' lengths).
+    rows_out: int | None = field(default=None, metadata=_OMIT)
+    summaries: int | None = field(default=None, metadata=_OMIT)
 
     def to_dict(self) -> dict[str, Any]:
         return to_json(self)

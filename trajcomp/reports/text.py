@@ -20,7 +20,8 @@ def render_report(report: Report | dict[str, Any], report_path: str, page_path: 
     this_run = f", {number(rows.read - resumed)} of them in this run:" if resumed else " in"
     lines = [
         f"trajcomp: {number(rows.read)} rows read{this_run} {p.duration_seconds:.1f}s ({number(p.rows_per_second)} rows/s)",
-        f"  compressed          {number(s.trajectories_compressed)}"
+        f"  written             {_written(rows)}",
+        f"  compressed          {_compressed(r)}"
         # Say so when some summaries are not the chosen summarizer's (the on_failure fallback).
         + (_reasons(sources) if set(sources) - {calls.summarizer} else ""),
         f"  left unchanged      {number(sum(unchanged.values()))}" + _reasons(unchanged),
@@ -28,7 +29,8 @@ def render_report(report: Report | dict[str, Any], report_path: str, page_path: 
         f"  rejected            {number(rows.rejected)}" + _reasons(rows.reject_reasons),
         f"  still over limit    {number(s.trajectories_still_over_limit)} (of the rows written)"
         + _cannot_fit(r),
-        f"  tokens              {number(t.total_original)} -> {number(t.total_compressed)} (ratio {t.overall_compression_ratio})",
+        f"  tokens              {number(t.total_original)} in -> {number(t.total_compressed)} written "
+        f"(ratio {t.overall_compression_ratio})",
         f"  tokens per row p50  {number(d.before.p50)} -> {number(d.after.p50)}, max {number(d.before.max)} -> {number(d.after.max)}",
         f"  summarizer          {calls.summarizer}: {counted(calls.api_calls, 'API call')}, "
         f"{counted(calls.errors, 'error')}"
@@ -47,6 +49,8 @@ def render_report(report: Report | dict[str, Any], report_path: str, page_path: 
         lines.insert(-1, f"  summary checks      {checks_text(calls)}")
     if r.pruning is not None:
         lines.insert(-1, f"  pruned              {pruning_text(r.pruning)}")
+    if t.trained is not None:
+        lines.insert(-1, f"  assistant trained   {trained_text(t.trained, t.assistant, t.trained_share)}")
     if r.segments is not None:
         lines[-1:-1] = segments_lines(r.segments)
     cut = r.human_turns_cut
@@ -87,13 +91,32 @@ def pruning_text(pruning) -> str:
 
 
 def segments_lines(seg) -> list[str]:
-    """What compression.segments made of the rows: rows in and out, the segments per row, what is trained."""
+    """What compression.segments made of the rows: rows in and out, the segments per row, the summaries."""
     per_row = ", ".join(f"{k}: {v}" for k, v in seg.segments_per_row.items())
-    trained = f" ({seg.trained_share:.1%})" if seg.trained_share is not None else ""
     return [f"  segments            {number(seg.rows_in)} rows in -> {number(seg.rows_out)} rows out "
-            f"(input rows by segments: {per_row}), {counted(seg.summaries, 'summary', 'summaries')} used",
-            f"  assistant trained   {number(seg.assistant_tokens_trained)} of {number(seg.assistant_tokens)} "
-            f"assistant tokens{trained}"]
+            f"(input rows by segments: {per_row}), {counted(seg.summaries, 'summary', 'summaries')} used"]
+
+
+def trained_text(trained: int, assistant: int | None, share: float | None) -> str:
+    """The assistant tokens trained: in unmarked assistant turns of the rows at or under the target."""
+    of = f" of {number(assistant)}" if assistant is not None else ""
+    return (f"{number(trained)}{of} assistant tokens" + (f" ({share:.1%})" if share is not None else "")
+            + " (unmarked, in rows at or under the target)")
+
+
+def _written(rows) -> str:
+    """The output rows written; with segments, the input rows they came from."""
+    inputs = rows.inputs_written
+    came = f" (from {counted(inputs, 'input row')})" if inputs is not None and inputs != rows.written else ""
+    return f"{counted(rows.written, 'row')}{came}"
+
+
+def _compressed(r: Report) -> str:
+    """The rows a summary or stubs brought to the target: compressed means the row now fits. Rows
+    compressed and still over are counted with those still over."""
+    fit = (r.statuses or {}).get("compressed", r.summary.trajectories_compressed)
+    over = r.summary.trajectories_compressed - fit
+    return f"{number(fit)} (now fit" + (f"; {number(over)} more summarized but still over" if over > 0 else "") + ")"
 
 
 def checks_text(calls) -> str:
@@ -137,6 +160,8 @@ def render_estimate(est: DatasetStats) -> str:
             f"  would stay over target  {number(est.would_stay_over_target)}",
             f"  summarizer calls        {number(est.summarizer_calls_needed)} "
             f"(~{number(est.summary_tokens_needed)} summary tokens)",
+            *([f"  rows out (segments)     {number(est.rows_out)}, {counted(est.summaries or 0, 'summary', 'summaries')}"
+               " (cut by the run's row core, extractive summaries)"] if est.rows_out is not None else []),
             *([f"  fit by pruning alone    {number(est.pruning.rows_fit_without_summary)} {_pruned_note(est.pruning)}"]
               if est.pruning else []),
             f"  rejected                {number(est.rows_rejected)}" + _reasons(est.reject_reasons),
@@ -197,6 +222,8 @@ def _plan_rows(st: DatasetStats) -> list[list[str]]:
         *([["  by pruning alone", number(pruned.rows_fit_without_summary), _pruned_note(pruned)]] if pruned else []),
         ["  would stay over", number(st.would_stay_over_target), _reasons({k: v for k, v in why.items() if v}).strip()],
         ["summarizer calls needed", number(st.summarizer_calls_needed), f"(~{number(st.summary_tokens_needed)} summary tokens)"],
+        *([["rows out (segments)", number(st.rows_out), f"({counted(st.summaries or 0, 'summary', 'summaries')}, "
+            "extractive)"]] if st.rows_out is not None else []),
         ["rejected", number(st.rows_rejected), _reasons(st.reject_reasons).strip()],
     ]
 

@@ -1,4 +1,5 @@
-"""What a run would do, without summarizing or writing: read, count, plan (`--dry-run`)."""
+"""What a run would do, without summarizing or writing: read, count, plan (`--dry-run`); with segments, the
+rows the run would write, cut by its own row core with offline summaries (preview.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from array import array
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from itertools import islice
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from ...core.metrics import distribution
 from ...core.planner import Decision, Plan, PlanParams, plan
@@ -19,6 +20,9 @@ from ...reports.build import lengths
 from ...reports.schema import DatasetStats, FileRows, Percentiles, Pruning, TokenizerInfo
 from ..flow.paths import FileJob
 from ..flow.selection import Selection, Taker
+
+if TYPE_CHECKING:
+    from .preview import Previewed
 
 BATCH_ROWS = 256  # rows counted per call to the tokenizer
 
@@ -34,6 +38,7 @@ class Estimate:
     after: array = field(default_factory=lambda: array("q"))
     files: list[FileRows] = field(default_factory=list)
     pruning: Pruning | None = None  # with compression.prune
+    previewed: Previewed | None = None  # with compression.segments: the rows the run would write (preview.py)
 
     def add(self, total: int, decision: Decision, region_tokens: int, pruned_total: int | None = None) -> None:
         """A row of `total` tokens (`pruned_total` once pruned) and its plan."""
@@ -56,8 +61,9 @@ class Estimate:
 
     def to_stats(self, inputs: list[str], tokenizer: TokenizerInfo, with_not_taken: bool = False) -> DatasetStats:
         """The figures as a DatasetStats; `with_not_taken` adds the rows a sample or shard left out (--dry-run)."""
-        p = self.params
-        calls = self.decisions[Decision.COMPRESS.value]
+        p, seen = self.params, self.previewed
+        calls = self.decisions[Decision.COMPRESS.value] if seen is None else seen.summaries  # a request each, at least
+        after = self.after if seen is None else array("q", seen.after)  # with segments: the output rows'
         return DatasetStats(
             inputs=inputs,
             tokenizer=tokenizer,
@@ -65,21 +71,24 @@ class Estimate:
             summary_target_tokens=self.summary_target_tokens,
             protect_last_n_turns=p.protect_last_n_turns,
             rows=len(self.before),
-            rows_rejected=sum(self.rejects.values()),
-            reject_reasons=dict(sorted(self.rejects.items())),
+            rows_rejected=sum(self.rejects.values()) + (sum(seen.rejects.values()) if seen else 0),
+            reject_reasons=dict(sorted((self.rejects + Counter(seen.rejects if seen else {})).items())),
             rows_not_sampled=self.not_taken["not_sampled"] if with_not_taken else None,
             rows_other_shards=self.not_taken["other_shards"] if with_not_taken else None,
             over_target=sum(1 for t in self.before if t > p.target_max_tokens),
-            would_fit_after_compression=sum(1 for b, a in zip(self.before, self.after) if b > p.target_max_tokens >= a),
-            would_stay_over_target=sum(1 for a in self.after if a > p.target_max_tokens),
+            would_fit_after_compression=sum(1 for b, a in zip(self.before, self.after) if b > p.target_max_tokens >= a)
+            if seen is None else seen.fit,
+            would_stay_over_target=sum(1 for a in after if a > p.target_max_tokens),
             decisions={d.value: self.decisions[d.value] for d in Decision},
             summarizer_calls_needed=calls,
             summary_tokens_needed=calls * self.summary_target_tokens,
             tokens_before=Percentiles(**distribution(self.before)),
-            tokens_after_estimate=Percentiles(**distribution(self.after)),
-            lengths=lengths(self.before, self.after),
+            tokens_after_estimate=Percentiles(**distribution(after)),
+            lengths=lengths(self.before, after),
             files=list(self.files),
             pruning=self.pruning,
+            rows_out=seen.rows_out if seen else None,
+            summaries=seen.summaries if seen else None,
         )
 
 
@@ -87,20 +96,26 @@ def estimate(files: Iterable[FileJob], selection: Selection, counter: TokenCount
     """Plan every selected row, counted as `compression.count_mode` says; the after-figures assume
     summaries of exactly the target size."""
     from ...core.compressor import plan_params  # the run's own planning: the estimate plans as compress does
+    from .preview import Previewed, Previewer
 
     lengths = lengths_for(cfg.count_mode, counter)
     params, schema = plan_params(cfg, lengths), RowSchema.from_config(cfg)
     pruner = Pruner(cfg, lengths, params) if cfg.prune else None  # the run's own pruning, too
     result = Estimate(params, cfg.summary_target_tokens, pruning=Pruning() if cfg.prune else None)
+    previewer = Previewer(cfg, counter) if cfg.segments else None
+    if previewer is not None:
+        result.previewed = Previewed()
     for chunk in _chunks(_valid_rows(files, selection, result, schema), BATCH_ROWS):
         for row, measured in zip(chunk, _measures(chunk, lengths, cfg)):
             _plan_row(result, pruner, row, measured)
+        if previewer is not None:  # the rows the run would write, cut by its own row core
+            previewer.add(result.previewed, [row for *_, row in chunk])
     return result
 
 
 def _plan_row(result: Estimate, pruner: Pruner | None, row: tuple, measured: Measured) -> None:
     """The row planned as compress would plan it: after its stubs, with compression.prune."""
-    turns, adapter, native = row
+    turns, adapter, native, _ = row
     roles, params = [t.role for t in turns], replace(result.params, alternation=adapter.alternation)
     p = _plan(roles, measured, params)
     pruned = None
@@ -124,14 +139,14 @@ def _measures(chunk: list[tuple], lengths, cfg) -> Iterator[Measured]:
     """Each row's length and per-turn costs: turns counted in one batch for the whole chunk, or each
     rendering by the chat template (split into turns only when over the target)."""
     if lengths.mode == "turns":  # each row's turns, then its frame's texts (its fixed overhead)
-        texts = [text for turns, adapter, _ in chunk for text in [t.text for t in turns] + adapter.frame.texts()]
+        texts = [text for turns, adapter, *_ in chunk for text in [t.text for t in turns] + adapter.frame.texts()]
         counts = iter(lengths.counter.count(texts))
-        for turns, adapter, _ in chunk:
+        for turns, adapter, *_ in chunk:
             costs = list(islice(counts, len(turns)))
             fixed = sum(islice(counts, len(adapter.frame.texts())))
             yield Measured(sum(costs) + fixed, costs, fixed)
         return
-    for turns, adapter, native in chunk:
+    for turns, adapter, native, _ in chunk:
         yield lengths.measure((), adapter.chat_messages(native, cfg.chat_roles), cfg.target_max_tokens)
 
 
@@ -154,13 +169,13 @@ def _valid_rows(files: Iterable[FileJob], selection: Selection, result: Estimate
             yield row
 
 
-def _turns(record: Record, schema: RowSchema) -> tuple[list, object, list]:
-    """The row's turns, its adapter (role names, alternation) and its validated turn objects."""
+def _turns(record: Record, schema: RowSchema) -> tuple[list, object, list, dict]:
+    """The row's turns, its adapter (role names, alternation), its validated turn objects, and the row."""
     if record.error is not None:
         raise record.error
     adapter = schema.adapter(record.row)
     native = adapter.native_turns(record.row)
-    return adapter.turns(native), adapter, native
+    return adapter.turns(native), adapter, native, record.row
 
 
 def _chunks(items: Iterable, size: int) -> Iterator[list]:

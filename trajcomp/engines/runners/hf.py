@@ -109,7 +109,7 @@ class BatchFunction:
                 raise RowRejected(f"{where} rejected: {result.reason}: {result.detail}", result.reason, result.detail)
             written = [row] if result.rejected else [typed_row(out) for out in result.rows]
             out_rows.extend(written)
-            metrics.extend([metrics_value(result)] * len(written))
+            metrics.extend(metrics_value(result, k) for k in range(len(written)))
         for row in out_rows:  # columns the core adds (compression_metrics), in order of appearance
             names.extend(name for name in row if name not in names)
         out = {name: [row.get(name) for row in out_rows] for name in names}
@@ -135,11 +135,15 @@ def _with_segment_fields(features, config: CompressionConfig):
     return Features.from_arrow_schema(pa.schema([*fields, pa.field(config.segment_field, segment)]))
 
 
-def metrics_value(result: RowResult) -> dict[str, Any]:
-    """A row's value in the metrics column: its RowMetrics fields, status, and reason/detail if rejected."""
+def metrics_value(result: RowResult, k: int = 0) -> dict[str, Any]:
+    """Output row `k`'s value in the metrics column: its own RowMetrics fields (with segments, its length
+    against the target, as the CLI's rows carry them), status, and reason/detail if rejected."""
     value = dict.fromkeys(METRICS_COLUMN_TYPE.names)
-    if result.metrics is not None:
-        value.update(_typed(result.metrics.to_dict(), value))
+    metrics = result.metrics
+    if metrics is not None and not result.rejected and k < len(metrics.output_rows):
+        metrics = metrics.output_rows[k]
+    if metrics is not None:
+        value.update(_typed(metrics.to_dict(), value))
     if result.rejected:
         value.update(status="rejected", reason=result.reason, detail=result.detail)
     return value

@@ -91,7 +91,7 @@ class _Columns(_Actor):
         table = to_table([out for _, outs in written for out in outs], batch.schema)
         if self.metrics_column is None:
             return table
-        metrics = pa.array([metrics_value(r) for r, outs in written for _ in outs], METRICS_COLUMN_TYPE)
+        metrics = pa.array([metrics_value(r, k) for r, outs in written for k in range(len(outs))], METRICS_COLUMN_TYPE)
         if self.metrics_column in table.column_names:
             table = table.drop_columns([self.metrics_column])
         return table.append_column(pa.field(self.metrics_column, METRICS_COLUMN_TYPE), metrics)
