@@ -50,14 +50,15 @@ def main(data: Path) -> int:
     bad = 0
     lf = read_jsonl(data / "llamafactory_in.jsonl")
     for kind in ("segments", "plain"):
-        if not (data / f"tokens_{kind}").exists():
+        if not (data / f"tokens_{kind}").exists() or not len(datasets.load_from_disk(str(data / f"tokens_{kind}"))):
             print(f"axolotl token rows ({kind}): none written, every row over the target (in the rejects file)")
             continue
         saved = datasets.load_from_disk(str(data / f"tokens_{kind}"))
         folder = Path(tempfile.mkdtemp()) / "tokenized"
         saved.select_columns(["input_ids", "attention_mask", "labels"]).save_to_disk(str(folder))
         rows = load(meta, {"path": str(folder)})
-        cut = sum(ids != list(s) for (_, ids, _), s in zip(rows, saved["input_ids"]))
+        whole = {tuple(s) for s in saved["input_ids"]}  # order-free: a loader may reorder rows
+        cut = sum(tuple(ids) not in whole for _, ids, _ in rows)
         fig = figures({None: {"conversations": [t for r in lf for t in r["conversations"]]}}, rows, tokenizer,
                       len(saved), cut)
         print(fig.line(f"axolotl token rows, pre-tokenized ({kind})"))

@@ -10,6 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import datasets
 from llamafactory.data import get_dataset, get_template_and_fix_tokenizer
 from llamafactory.hparams import get_train_args
 from llamafactory.model import load_tokenizer
@@ -50,14 +51,15 @@ def main(data: Path) -> int:
     for kind in ("segments", "plain"):
         import datasets
 
-        if not (data / f"tokens_{kind}").exists():
+        if not (data / f"tokens_{kind}").exists() or not len(datasets.load_from_disk(str(data / f"tokens_{kind}"))):
             print(f"token rows ({kind}): none written, every row over the target (in the rejects file)")
             continue
         saved = datasets.load_from_disk(str(data / f"tokens_{kind}"))
         folder = Path(tempfile.mkdtemp()) / "tokenized"  # the three columns it trains on
         saved.select_columns(["input_ids", "attention_mask", "labels"]).save_to_disk(str(folder))
-        rows, tokenizer = load(data, meta, tokenized_path=str(folder))
-        cut = sum(ids != list(s) for (_, ids, _), s in zip(rows, saved["input_ids"]))
+        rows, tokenizer = load(data, meta, tokenized_path=str(folder), dataset=kind)  # ignored with tokenized_path
+        whole = {tuple(s) for s in saved["input_ids"]}  # order-free: a loader may reorder rows
+        cut = sum(tuple(ids) not in whole for _, ids, _ in rows)
         fig = figures(pooled, rows, tokenizer, len(saved), cut)
         print(fig.line(f"LLaMA-Factory token rows, tokenized_path ({kind})"))
         bad += kind == "segments" and bool(fig.tokens_trained_twice or fig.labelled_other_tokens or fig.rows_cut

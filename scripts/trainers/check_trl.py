@@ -48,7 +48,7 @@ def main(data: Path) -> int:
     inputs = {r["id"]: r for r in read_jsonl(data / "llamafactory_in.jsonl")}
     bad = 0
     for kind in ("segments", "plain"):
-        if not (data / f"tokens_{kind}").exists():
+        if not (data / f"tokens_{kind}").exists() or not len(datasets.load_from_disk(str(data / f"tokens_{kind}"))):
             print(f"token rows ({kind}): none written, every row over the target (in the rejects file)")
             continue
         ds = datasets.load_from_disk(str(data / f"tokens_{kind}"))
