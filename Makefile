@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test docs e2e bench clean chromium
+.PHONY: install demo test docs e2e bench clean chromium trainers
 
 install: $(STAMP)
 
@@ -54,3 +54,10 @@ e2e: install
 bench: install
 	$(BIN)/pip install --quiet 'py-spy>=0.3.14'
 	$(BIN)/python scripts/bench.py --profile $(BENCH_ARGS)
+
+# Opt-in, like e2e (not part of `make test`: the trainers bring PyTorch, GBs): installs LLaMA-Factory, TRL and
+# axolotl, pinned, each into a venv of its own under .cache/trainers/, one at a time; runs each one's own data
+# loading on trajcomp's output of SWE-like rows (text rows and token rows, plain and --segments) and prints the
+# figures: tokens trained twice, labelled tool/user tokens, rows cut or dropped. See scripts/trainers/.
+trainers: install
+	BIN=$(BIN) bash scripts/trainers/run.sh

@@ -112,7 +112,8 @@ def test_reference_layout_loads_with_every_value_applied(tmp_path):
 def test_every_layout_key_round_trips(tmp_path):
     """A file with every key of LAYOUT set loads to exactly that layout again."""
     data = CompressionConfig(prune=True, segments=True, summary_examples_file="/abs/examples.jsonl",
-                             input_observations=["auto", "Tool output:"]).to_sections()
+                             input_observations=["auto", "Tool output:"], output_rows="tokens",
+                             count_mode="chat_template").to_sections()
     data["tokenizer"]["name"] = "/abs/tokenizer"
     data["compression"].update(target_max_tokens=9000, summary_target_tokens=300, count_mode="chat_template",
                                chat_roles={"system": "system", "human": "user", "gpt": "model", "tool": "ipython"},

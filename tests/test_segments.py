@@ -4,7 +4,7 @@ drops <think> before the last user query and folds tool answers into user turns)
 tokenizer's own template renders it,
 every assistant turn is trained exactly once, in order, verbatim; every human turn is in some row; every
 row is valid in its dialect; later segments open with the head and one summary turn; a segment is flagged
-cannot_fit only when it carries no tail (one assistant turn in an alternation) and its head, its summary at
+cannot_fit only when it carries no tail and its head, its summary at
 its budget and its group are over the target."""
 
 from __future__ import annotations
@@ -57,17 +57,13 @@ def unmarked(turn) -> bool:
     return "weight" not in turn and "train" not in turn
 
 
-def answered_next(native, call, following, stubs: bool = False) -> bool:
-    """Whether the next segment carries `call` with the input's result right after it (or, where the run
-    prunes, the result's stub: the next segment may stub it as any old output)."""
-    bare = [{key: v for key, v in t.items() if key != "train"} for t in following]
-    call = {key: v for key, v in call.items() if key != "train"}
-
-    def answers(result, given) -> bool:
-        stub = stubs and str(given.get("value", given.get("content", ""))).startswith("[pruned")
-        return given == result or (stub and given.keys() == result.keys())
-    return any(native[j] == call and answers(native[j + 1], bare[i + 1])
-               for j in range(len(native) - 1) for i in range(len(bare) - 1) if bare[i] == call)
+def folded_next(native, call, following, fmt, cfg) -> bool:
+    """Whether the next segment (an alternation's) carries no turn of the one before (so not `call`, which ended
+    it) and holds the call's result in the summary's user turn (or, where the run prunes, a stub of it)."""
+    summary = next(v.text for v in fmt.turns(following) if cfg.summary_prefix in v.text)
+    results = [fmt.turns(native)[j + 1].text for j in range(len(native) - 1) if native[j] == call]
+    held = any(summary.endswith("\n\n" + r) for r in results) or (cfg.prune and "[pruned" in summary)
+    return not any(cfg.train_field in t for t in following) and held  # no turn carried: none marked
 
 
 def summary_out(out, native, fmt, prefix: str):
@@ -139,7 +135,7 @@ def check(row, result, cfg, counter: TokenCounter = COUNTER) -> None:
         continued = bool(fmt.alternation) and k < n - 1  # may end on a call the next segment answers
         assert not problems(turns, fmt, continued) - problems(native, fmt), k
         if continued and problems(turns, fmt)[CALL_UNANSWERED] > problems(native, fmt)[CALL_UNANSWERED]:
-            assert answered_next(native, turns[-1], fmt.native_turns(result.rows[k + 1]), cfg.prune)
+            assert folded_next(native, turns[-1], fmt.native_turns(result.rows[k + 1]), fmt, cfg)
     assert trained == gpt_in  # each input assistant turn trained once, in order, verbatim
     texts = [v.text for out in result.rows for v in fmt.turns(fmt.native_turns(out))]
     for v in fmt.turns(native):

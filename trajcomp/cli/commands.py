@@ -59,6 +59,7 @@ def compress(
     max_passes: opt.MaxPasses = None,
     prune: opt.Prune = False,
     segments: opt.Segments = False,
+    token_rows: opt.TokenRows = False,
     summarizer: opt.Summarizer = None,
     summary_style: opt.SummaryStyle = None,
     summary_tokenizer: opt.SummaryTokenizer = None,

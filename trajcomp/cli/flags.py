@@ -20,6 +20,7 @@ def config_from_flags(flags):
         max_passes=flag("max_passes"),
         prune=True if flag("prune") else None,
         segments=True if flag("segments") else None,
+        output_rows="tokens" if flag("token_rows") else None,
         summary_examples_file=flag("summary_examples"),
         summarizer=flag("summarizer"),
         summary_style=flag("summary_style"),

@@ -40,6 +40,11 @@ Segments = Annotated[bool, typer.Option(
         "assistant turn trained in the one row where it is new, marked not trained where it is context "
         "(compression.segments; see docs/compression.md).",
 )]
+TokenRows = Annotated[bool, typer.Option(
+    "--token-rows", help="Write each row as a trainer's token row: input_ids, attention_mask, labels (-100 but on "
+        "the assistant turns it trains), assistant_masks and completion_mask, rendered by the tokenizer's chat "
+        "template; needs --count-mode chat_template; a row over the target is rejected (output.rows: tokens).",
+)]
 Summarizer = Annotated[Optional[str], typer.Option(help="Summarizer: extractive (offline default) or openai.")]
 SummaryStyle = Annotated[Optional[str], typer.Option(
     help="Summary shape: prose (default) or handoff (Active Task, Goal, Completed Actions, Active State, "

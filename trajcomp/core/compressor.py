@@ -25,6 +25,7 @@ from .segments import Row, Segmenter
 from .rows import SHAREGPT, RowError, RowSchema, Turn
 from .sourcing import Sourcing
 from .summarizer import Summarizer, SummarizerUnavailable, SummaryPending
+from .token_rows import token_row
 from .tokens import Measured, TokenCounter, lengths_for
 
 _UNCHANGED = {
@@ -84,7 +85,25 @@ class TrajectoryCompressor:
         return list(await asyncio.gather(*(self.compress_row(row) for row in rows)))
 
     async def compress_row(self, row: Any) -> RowResult:
-        """The output row (input fields kept, turns compressed) or a rejection; the input is never mutated."""
+        """The output row (input fields kept, turns compressed) or a rejection; the input is never mutated.
+        With `output.rows: tokens`, each output row as a token row; a row over the target is rejected."""
+        result = await self._compress_row(row)
+        if self.config.output_rows != "tokens" or result.rejected:
+            return result
+        return await asyncio.to_thread(self._as_tokens, result, self.schema.adapter(row))
+
+    def _as_tokens(self, result: RowResult, adapter) -> RowResult:
+        cfg, rows = self.config, []
+        for k, out in enumerate(result.rows):
+            made = token_row(out, adapter, self.counter, cfg.chat_roles, cfg.train_field)
+            if len(made["input_ids"]) > cfg.target_max_tokens:  # never written as tokens: a trainer would cut it
+                where = f"segment {k}: " if len(result.rows) > 1 else ""
+                return RowResult.reject("token_row_over_target", f"{where}{len(made['input_ids'])} tokens, over the "
+                                        f"target of {cfg.target_max_tokens}", result.metrics)
+            rows.append(made)
+        return replace(result, rows=tuple(rows))
+
+    async def _compress_row(self, row: Any) -> RowResult:
         try:
             adapter = self.schema.adapter(row)
             native = adapter.native_turns(row)

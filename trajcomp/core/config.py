@@ -26,6 +26,7 @@ ON_FAILURE_CHOICES = ("keep", "extractive", "reject")
 # What happens to a row no rule can make fit (core/fit.py): written as it was, rejected, or shortened anyway.
 CANNOT_FIT_CHOICES = ("keep", "reject", "shorten")
 COUNT_MODES = ("turns", "chat_template")
+OUTPUT_ROWS = ("text", "tokens")
 DEFAULT_CHAT_ROLES = {"system": "system", "human": "user", "gpt": "assistant", "tool": "tool"}
 INPUT_FORMATS = ("auto", "sharegpt", "openai")
 # The checks a model's answer must pass before it becomes a summary (summarizers/checks.py), in the
@@ -114,6 +115,7 @@ class CompressionConfig:
     output_suffix: str = "_compressed"
     segment_field: str = "segment"  # with segments: each row's {"index", "count"}
     train_field: str = "train"  # with segments: a ShareGPT turn's not-trained mark (false)
+    output_rows: str = "text"  # text (the row's turns) or tokens (input_ids, attention_mask, labels: token_rows.py)
     # processing
     num_workers: int = 1  # worker processes compressing rows; 0: one per usable core (engines/runners/workers.py)
     max_concurrent_requests: int = 50
@@ -139,13 +141,15 @@ class CompressionConfig:
 
     def to_sections(self) -> dict[str, dict[str, Any]]:
         """The effective config in the YAML section layout (for the report and resume fingerprints);
-        the pruning and segment keys only when they are on, the examples file and observations only when set, so that
+        the pruning and segment keys only when they are on, the examples file and observations only when set and
+        output.rows only when it is tokens, so that
         runs without them keep their reports' bytes."""
         return {
             section: {key: getattr(self, name) for key, name in keys.items()
                       if (self.prune or not name.startswith("prune")) and (self.segments or name not in SEGMENT_KEYS)
                       and (name != "summary_examples_file" or self.summary_examples_file is not None)
-                      and (name != "input_observations" or self.input_observations != "auto")}
+                      and (name != "input_observations" or self.input_observations != "auto")
+                      and (name != "output_rows" or self.output_rows != "text")}
             for section, keys in LAYOUT.items()
         }
 
@@ -223,8 +227,17 @@ def validate(cfg: CompressionConfig) -> None:
     if resolve_observations(cfg.input_observations) is None:
         raise ConfigError(f"{key_of('input_observations')} must be auto, none or a list of prefixes "
                           f"(auto in the list: the built-in ones), got {cfg.input_observations!r}")
+    _validate_output_rows(cfg)
     if not re.match(r"https?://[^/\s]+", cfg.base_url):
         raise ConfigError(f"{key_of('base_url')} must be an http:// or https:// URL, got {cfg.base_url!r}")
+
+
+def _validate_output_rows(cfg: CompressionConfig) -> None:
+    if cfg.output_rows not in OUTPUT_ROWS:
+        raise ConfigError(f"{key_of('output_rows')} must be one of {', '.join(OUTPUT_ROWS)}, got {cfg.output_rows!r}")
+    if cfg.output_rows == "tokens" and cfg.count_mode != "chat_template":  # rows are fitted as they are tokenized
+        raise ConfigError(f"{key_of('output_rows')}: tokens needs {key_of('count_mode')}: chat_template "
+                          f"(rows are fitted as the template renders them), got {cfg.count_mode!r}")
 
 
 def _validate_segments(cfg: CompressionConfig) -> None:

@@ -56,6 +56,7 @@ LAYOUT: dict[str, dict[str, str]] = {
         "output_suffix": "output_suffix",
         "segment_field": "segment_field",
         "train_field": "train_field",
+        "rows": "output_rows",
         "summary_examples": "summary_examples_file",
     },
     "processing": {

@@ -10,7 +10,8 @@ With `compression.prune`, a row about to be cut, or still over after its compact
 outputs stubbed (prune_fit.py), as few as fit it; the stubs stay in every later view, as in a live agent's
 context, while summaries are written from the original turns.
 In a row that keeps LLaMA-Factory's alternation the head ends at the first human turn, the summary
-joins it, and the tail starts at an assistant turn.
+joins it, and no tail is carried: the observation (or user turn) after the cut joins the summary's user turn
+too, so no assistant turn is in two rows (LLaMA-Factory trains every one it reads, marked or not).
 """
 
 from __future__ import annotations
@@ -95,6 +96,13 @@ class Row:
 
     def cost(self, start: int, end: int) -> int:
         return sum(self.costs[start:end])
+
+
+def folded(fmt, native: list[dict[str, Any]], into: int) -> list[dict[str, Any]]:
+    """`native` with its last turn's text appended to turn `into` (the summary's user turn), that turn gone."""
+    texts = [t.text for t in fmt.turns(native)]
+    joined = fmt.with_text(native[into], f"{texts[into]}\n\n{texts[-1]}")
+    return native[:into] + [joined] + native[into + 1:-1]
 
 
 class Segmenter:
@@ -283,7 +291,11 @@ class Segmenter:
         # live summary in the assistant's role follows it): never two user turns in a row
         joins = row.join or row.roles[head - 1] == "human"
         t = self._tail_start(row, seg, head, c, joins)
+        # with no tail, the turn after the cut (user-side) joins the summary's user turn: a trainer that cannot
+        # mask (LLaMA-Factory) then sees no assistant turn twice, and an observation never follows the summary
+        folds = joins and t == seg.end and seg.end < len(row.roles) and row.roles[seg.end] != "gpt"
         end = seg.end + (t == seg.end and seg.end < len(row.roles) and row.roles[seg.end] == "human" and not joins)
+        end += folds
         p = Plan(Decision.COMPRESS, 0, head, t, row.cost(head, t), merge_into_next=not joins and t < end
                  and row.roles[t] == "human", merge_into_prev=joins, limit=t)
         measured = await self._measured(row, end)
@@ -298,7 +310,11 @@ class Segmenter:
             return None, None, metrics
         t = best.plan.end
         origins = list(range(head)) + ([] if joins or best.plan.merge_into_next else [-1]) + list(range(t, end))
-        made = Segment(out, origins, seg.end, t, end, best.tokens, t - head, seg.end - t, compacted=True)
+        tokens = best.tokens
+        if folds and t == seg.end:  # (the passes may have summarized the boundary turn too)
+            out, origins = folded(row.fmt, out, head - 1), origins[:-1]
+            tokens = await self._tokens(row, out)
+        made = Segment(out, origins, seg.end, t, end, tokens, t - head, seg.end - t, compacted=True)
         example = self.sourcing.example(best.request, best.sourced.summary.text, index)
         return made, example, metrics
 
@@ -309,9 +325,12 @@ class Segmenter:
         turn where the summary `joins` a user turn; after the turns the previous summary covers."""
         roles, end = row.roles, seg.end
 
+        if row.join:  # LLaMA-Factory trains every assistant turn of a row: it carries none (the cut's observation
+            return end  # or user turn joins the summary's user turn, see _compact)
+
         def starts_tail(t: int) -> bool:
-            if t == end:  # no tail: the next group follows the summary
-                return not row.join and not (joins and end < len(roles) and roles[end] == "human")
+            if t == end:  # no tail: the next group follows the summary (a user turn after it joins the summary's)
+                return True
             return roles[t] == "gpt" if joins else roles[t] != "tool"
 
         # the summary must have more than the user's words to cover (those it carries verbatim)

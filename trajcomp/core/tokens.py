@@ -123,6 +123,12 @@ class TokenCounter:
     def has_chat_template(self) -> bool:
         return bool(getattr(self._tokenizer, "chat_template", None))
 
+    @property
+    def tokenizer(self) -> Any:
+        """The transformers tokenizer (None in a counter built from_portable): token rows ask its template for
+        the generation blocks' mask (token_rows.py)."""
+        return self._tokenizer
+
     def render(self, messages: Sequence[dict[str, Any]]) -> str:
         """The chat template's text for `messages`, with no generation prompt (as SFT trainers render rows);
         a Chat's frame with them: its system prompt first, its tools as `tools=` (frame.py)."""

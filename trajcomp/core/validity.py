@@ -8,7 +8,8 @@ promise, property-tested in every dialect (tests/test_validity.py).
 A segment row that the next one continues (`continued`, ShareGPT dialects) may end on a call: in
 LLaMA-Factory's alternation a row ends on the assistant's side, and in a chain of calls each such turn is
 a call, so no cut keeps a call and its observation in one row. The segment ends on the call (LLaMA-Factory
-trains the last turn), and the next segment's carried tail opens with that call and its observation.
+trains every assistant turn), and the next segment leaves the call out: its observation joins that
+segment's summary turn (a user turn there), so LLaMA-Factory, which reads no mark, trains the call once.
 
 Calls and results, by dialect:
 - Hermes ShareGPT: a gpt turn holding `<tool_call>` blocks, answered by the `tool` turn(s) right after it;

@@ -1,0 +1,71 @@
+"""LLaMA-Factory 0.9.5's own data loading (`get_dataset`, stage sft, template chatml, cutoff_len = the target) on
+trajcomp's output: text rows in its sharegpt dialect (function_call / observation), plain and --segments, and
+token rows by `tokenized_path`. Its rows carry no id, so the figures pool the input rows' assistant turns.
+Usage: check_llamafactory.py DATA_DIR"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import datasets
+from llamafactory.data import get_dataset, get_template_and_fix_tokenizer
+from llamafactory.hparams import get_train_args
+from llamafactory.model import load_tokenizer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from figures import figures, read_jsonl  # noqa: E402
+
+TAGS = {"role_tag": "from", "content_tag": "value", "user_tag": "human", "assistant_tag": "gpt",
+        "observation_tag": "observation", "function_tag": "function_call", "system_tag": "system"}
+
+
+def load(data: Path, meta: dict, **extra) -> list:
+    args = dict(model_name_or_path=meta["tokenizer"], stage="sft", do_train=True, finetuning_type="full",
+                template="chatml", cutoff_len=meta["target"], output_dir=tempfile.mkdtemp(), overwrite_cache=True,
+                report_to="none", dataset_dir=str(data), **extra)
+    model_args, data_args, training_args, _, _ = get_train_args(args)
+    module = load_tokenizer(model_args)
+    template = get_template_and_fix_tokenizer(module["tokenizer"], data_args)
+    ds = get_dataset(template, model_args, data_args, training_args, stage="sft", **module)["train_dataset"]
+    return [(None, list(r["input_ids"]), list(r["labels"])) for r in ds], module["tokenizer"]
+
+
+def main(data: Path) -> int:
+    meta = json.loads((data / "meta.json").read_text())
+    target = meta["target"]
+    rows_in = read_jsonl(data / "llamafactory_in.jsonl")
+    pooled = {None: {"conversations": [t for r in rows_in for t in r["conversations"]]}}
+    info = {kind: {"file_name": f"llamafactory_{kind}.jsonl", "formatting": "sharegpt",
+                   "columns": {"messages": "conversations"}, "tags": TAGS} for kind in ("plain", "segments")}
+    (data / "dataset_info.json").write_text(json.dumps(info))
+    bad = 0
+    for kind in ("plain", "segments"):
+        written = len(read_jsonl(data / f"llamafactory_{kind}.jsonl"))
+        rows, tokenizer = load(data, meta, dataset=kind)
+        fig = figures(pooled, rows, tokenizer, written, sum(len(ids) >= target for _, ids, _ in rows))
+        print(fig.line(f"LLaMA-Factory text rows ({kind})"))
+        bad += kind == "segments" and bool(fig.tokens_trained_twice or fig.rows_dropped)
+    for kind in ("segments", "plain"):
+        import datasets
+
+        if not (data / f"tokens_{kind}").exists() or not len(datasets.load_from_disk(str(data / f"tokens_{kind}"))):
+            print(f"token rows ({kind}): none written, every row over the target (in the rejects file)")
+            continue
+        saved = datasets.load_from_disk(str(data / f"tokens_{kind}"))
+        folder = Path(tempfile.mkdtemp()) / "tokenized"  # the three columns it trains on
+        saved.select_columns(["input_ids", "attention_mask", "labels"]).save_to_disk(str(folder))
+        rows, tokenizer = load(data, meta, tokenized_path=str(folder), dataset=kind)  # ignored with tokenized_path
+        whole = {tuple(s) for s in saved["input_ids"]}  # order-free: a loader may reorder rows
+        cut = sum(tuple(ids) not in whole for _, ids, _ in rows)
+        fig = figures(pooled, rows, tokenizer, len(saved), cut)
+        print(fig.line(f"LLaMA-Factory token rows, tokenized_path ({kind})"))
+        bad += kind == "segments" and bool(fig.tokens_trained_twice or fig.labelled_other_tokens or fig.rows_cut
+                                           or fig.rows_dropped or fig.assistant_tokens_untrained)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1])))

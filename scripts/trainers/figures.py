@@ -1,0 +1,96 @@
+"""The figures a trainer's own data loading gives on trajcomp's output, from what the trainer made of it (each
+row's input_ids and labels, as its loader or collator hands them to the model), checked against the input rows.
+
+Imported by the per-trainer checks in this folder, inside each trainer's own venv (no trajcomp import): a
+labelled run is one stretch of labels != -100; its text, special tokens dropped and spaces squeezed, is looked
+up among the input row's assistant turns. A run found more often than the input holds it is trained twice; a
+run that is no assistant turn of the input is a labelled tool or user token; an assistant turn no run holds
+is untrained. Rows written but not loaded are dropped; rows the loader shortened are cut.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass
+
+IGNORE = -100
+ASSISTANT = ("gpt", "function_call", "assistant")
+
+
+@dataclass
+class Figures:
+    rows_written: int = 0
+    rows_loaded: int = 0
+    rows_dropped: int = 0
+    rows_cut: int = 0
+    assistant_tokens: int = 0  # the input's, as the loader's tokenizer counts their text
+    tokens_trained: int = 0
+    tokens_trained_twice: int = 0
+    labelled_other_tokens: int = 0  # labelled, but in no assistant turn of the input (tool or user text)
+    assistant_tokens_untrained: int = 0
+
+    def line(self, name: str) -> str:
+        return f"{name:48s} " + " ".join(f"{k}={v}" for k, v in asdict(self).items())
+
+
+def squeeze(text: str) -> str:
+    return " ".join(text.split())
+
+
+def assistant_texts(row: dict) -> list[str]:
+    turns = row.get("conversations") or row.get("messages") or []
+    out = []
+    for t in turns:
+        role = t.get("from", t.get("role"))
+        if role in ASSISTANT:
+            text = t.get("value", t.get("content")) or ""
+            if t.get("tool_calls"):  # an OpenAI call: the template renders its arguments
+                text += json.dumps(t["tool_calls"])
+            out.append(squeeze(text))
+    return out
+
+
+def runs(labels) -> list[tuple[int, int]]:
+    out, start = [], None
+    for i, label in enumerate([*labels, IGNORE]):
+        if label != IGNORE and start is None:
+            start = i
+        elif label == IGNORE and start is not None:
+            out.append((start, i))
+            start = None
+    return out
+
+
+def figures(inputs: dict, loaded: list[tuple], tokenizer, written: int, cut: int) -> Figures:
+    """`inputs`: id -> input row; `loaded`: (id, input_ids, labels) of each row the trainer kept."""
+    fig = Figures(rows_written=written, rows_loaded=len(loaded), rows_dropped=written - len(loaded), rows_cut=cut)
+    wanted = {key: Counter(assistant_texts(row)) for key, row in inputs.items()}
+    size = {}
+    for key, texts in wanted.items():
+        for text in texts:
+            size[(key, text)] = len(tokenizer(text, add_special_tokens=False)["input_ids"])
+            fig.assistant_tokens += size[(key, text)] * texts[text]
+    got: dict = defaultdict(Counter)
+    for key, ids, labels in loaded:
+        for start, end in runs(labels):
+            text = squeeze(tokenizer.decode(ids[start:end], skip_special_tokens=True))
+            n = sum(1 for i in range(start, end) if ids[i] not in tokenizer.all_special_ids)
+            fig.tokens_trained += end - start
+            if not text:
+                continue  # only the closing token
+            if text in wanted.get(key, {}):
+                got[key][text] += 1
+            else:
+                fig.labelled_other_tokens += n
+    for key, texts in wanted.items():
+        for text, count in texts.items():
+            seen = got[key][text]
+            fig.tokens_trained_twice += max(0, seen - count) * size[(key, text)]
+            fig.assistant_tokens_untrained += max(0, count - seen) * size[(key, text)]
+    return fig
+
+
+def read_jsonl(path) -> list[dict]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]

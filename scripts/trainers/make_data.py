@@ -1,0 +1,47 @@
+"""The rows `make trainers` feeds the trainers: SWE-like rows (scripts/swe_rows.py) compressed by trajcomp's CLI
+at a quarter of their length, text rows and token rows, plain and --segments, with the demo tokenizer (chatml,
+as LLaMA-Factory's `chatml` template renders it). Run with trajcomp's venv: make_data.py OUT_DIR."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+import swe_rows  # noqa: E402
+
+TOKENIZER = ROOT / "data_samples" / "demo_tokenizer"
+ROWS = [(seed, 24 + 2 * seed) for seed in range(4)]
+TARGET = 3000  # about a quarter of the rows' rendered length (11-15k tokens)
+GENERATION = ROOT / "tests" / "fixtures" / "chatml_generation.jinja"  # for TRL's assistant_only_loss
+
+
+def compress(src: Path, out: Path, *flags: str) -> None:
+    args = [sys.executable, "-m", "trajcomp.cli", "compress", str(src), "-o", str(out), "--tokenizer", str(TOKENIZER),
+            "--count-mode", "chat_template", "--target-max-tokens", str(TARGET), "-q", *flags]
+    done = subprocess.run(args, cwd=ROOT)
+    if done.returncode not in (0, 1):  # 1: every row rejected (plain token rows over the target): no output
+        raise SystemExit(f"trajcomp compress failed ({done.returncode}): {' '.join(args)}")
+
+
+def main(out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for dialect in ("llamafactory", "hermes"):
+        with open(out / f"{dialect}_in.jsonl", "w", encoding="utf-8") as f:
+            for seed, steps in ROWS:
+                f.write(json.dumps({**swe_rows.row(dialect, seed, steps), "id": f"{dialect}-{seed}"}) + "\n")
+    for segments in ("segments", "plain"):
+        flags = ("--segments",) if segments == "segments" else ()
+        for dialect in ("llamafactory", "hermes"):
+            compress(out / f"{dialect}_in.jsonl", out / f"{dialect}_{segments}.jsonl", *flags)
+        compress(out / "llamafactory_in.jsonl", out / f"tokens_{segments}", "--token-rows", "--output-format", "hf",
+                 *flags)
+    (out / "meta.json").write_text(json.dumps({"target": TARGET, "tokenizer": str(TOKENIZER),
+                                               "generation_template": str(GENERATION)}))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
