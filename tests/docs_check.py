@@ -24,7 +24,7 @@ FREE_MAPPINGS = frozenset({"input.roles", "compression.chat_roles"})
 # Backticked `section.x` spans that are no config key: file names, the report's own sections' fields, and
 # a key trajcomp removed (the pages say it is refused). Add here only what is deliberately not a key.
 NOT_KEYS = frozenset({
-    "tokenizer.json", "metrics.py", "tokenizer.encode",
+    "tokenizer.json", "metrics.py", "tokenizer.encode", "tokenizer.apply_chat_template",
     "processing.workers", "processing.tokenizer_chars", "processing.skipped_files", "summarization.checks_seconds",
     "summarization.max_turn_chars",
 })
