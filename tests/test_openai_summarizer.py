@@ -351,7 +351,7 @@ def test_fault_with_retries_exhausted(fault, on_failure, srv, data, tmp_path, bp
             assert len(summary_turns(row)) == 1
         # The fallback is visible in the report, and in its text form, not only row by row.
         assert report["summary"]["summaries_by_source"] == {"extractive": N_OVER}
-        assert f"compressed          {N_OVER} (extractive: {N_OVER})" in render_report(report, "r.json")
+        assert f"compressed          {N_OVER} (now fit) (extractive: {N_OVER})" in render_report(report, "r.json")
 
 
 # --------------------------------------------------------------------------------------------
