@@ -106,8 +106,8 @@ def others(measurements: list[Measurement]) -> str:
 def counting(s: Setup) -> list[Figure]:
     from transformers import AutoTokenizer
 
-    from trajcomp.core.rows import adapter_for
-    from trajcomp.core.tokens import TokenCounter
+    from trajcomp.core.dialects.rows import adapter_for
+    from trajcomp.core.counting.tokens import TokenCounter
 
     per_row = [[t.text for t in a.turns(a.native_turns(r))] for r in s.rows for a in [adapter_for(r)]]
     flat = [text for texts in per_row for text in texts]
@@ -151,7 +151,7 @@ def encode_limits(folder: Path, flat: list[str]) -> tuple[Callable[[], Measureme
     encodings, which any counting has to do."""
     from tokenizers import Tokenizer
 
-    from trajcomp.core.batching import ENCODE_CHARS, split_by_chars
+    from trajcomp.core.counting.batching import ENCODE_CHARS, split_by_chars
 
     tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
 
@@ -530,9 +530,9 @@ def _render_limit(s: Setup, folder: Path) -> tuple[Callable[[], Measurement], li
     """A measurement of rendering every row and encoding the renderings on every core; the lengths."""
     from transformers import AutoTokenizer
 
-    from trajcomp.core.batching import ENCODE_CHARS, split_by_chars
+    from trajcomp.core.counting.batching import ENCODE_CHARS, split_by_chars
     from trajcomp.core.config import DEFAULT_CHAT_ROLES
-    from trajcomp.core.rows import adapter_for
+    from trajcomp.core.dialects.rows import adapter_for
 
     tok = AutoTokenizer.from_pretrained(str(folder))
     backend = tok.backend_tokenizer
@@ -553,7 +553,7 @@ def _render_limit(s: Setup, folder: Path) -> tuple[Callable[[], Measurement], li
 
 def workers(s: Setup) -> list[Figure]:
     """1 and 2 worker processes (--workers), summarizer-bound at L and pass-through: does a second one pay here?"""
-    from trajcomp.core.batching import usable_cores
+    from trajcomp.core.counting.batching import usable_cores
 
     figures = []
     for name, target, latency in (
@@ -874,7 +874,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def bench(args: argparse.Namespace, tokenizer: Path, server: tuple[subprocess.Popen, str]) -> tuple[dict, list[Figure], dict]:
-    from trajcomp.core.tokens import TokenCounter
+    from trajcomp.core.counting.tokens import TokenCounter
 
     info = machine(tokenizer)
     data = bench_data.jsonl(args.work / "data", args.rows, args.seed)

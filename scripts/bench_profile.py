@@ -28,7 +28,7 @@ KINDS = (
     ("summary cache", ("engines/summaries/",)),
     ("identifiers (extraction, index) and redaction", ("identifiers.py", "identifier_kinds.py", "redact.py")),
     ("compressor, planner, rows, metrics", ("compressor.py", "passes.py", "assembly.py", "sourcing.py", "planner.py",
-                                            "core/rows.py", "openai_rows.py", "metrics.py", "segments.py",
+                                            "core/dialects/rows.py", "openai_rows.py", "metrics.py", "segments.py",
                                             "pruning.py", "prune_fit.py")),
     ("writing parts, checkpoints", ("formats/base.py", "engines/parts/", "fsync")),
     ("pipeline and event loop", ("engines/runners/", "engines/flow/", "asyncio/", "selectors.py",
@@ -97,7 +97,7 @@ def _kind(frames: list[str]) -> str:
 
 
 def _short(frame: str) -> str:
-    """'count (trajcomp/core/tokens.py:39)' from py-spy's frame, without the site-packages prefix."""
+    """'count (trajcomp/core/counting/tokens.py:39)' from py-spy's frame, without the site-packages prefix."""
     name, _, where = frame.partition(" (")
     where = where.rstrip(")").split("site-packages/")[-1].split("/lib/python3")[-1]
     return f"{name} ({where})" if where else name

@@ -233,7 +233,7 @@ def trim_row(row: dict, protect_last: int, model_tokens: ModelTokenizer, counter
 
 def prepare_input(path: Path, n_rows: int, config, gguf: Path) -> dict[str, dict]:
     """Write the e2e input file; returns its rows by e2e id, in order."""
-    from trajcomp.core.tokens import TokenCounter
+    from trajcomp.core.counting.tokens import TokenCounter
 
     counter = TokenCounter.for_config(config)
     model_tokens = ModelTokenizer(gguf)

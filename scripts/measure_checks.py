@@ -27,8 +27,8 @@ from openai_server import summarize as server_answer  # noqa: E402
 
 from trajcomp.core.compressor import TrajectoryCompressor  # noqa: E402
 from trajcomp.core.config import load_config  # noqa: E402
-from trajcomp.core.summarizer import Summarizer  # noqa: E402
-from trajcomp.core.tokens import TokenCounter  # noqa: E402
+from trajcomp.core.summary.summarizer import Summarizer  # noqa: E402
+from trajcomp.core.counting.tokens import TokenCounter  # noqa: E402
 from trajcomp.summarizers.checks import Checks, failed_check  # noqa: E402
 from trajcomp.summarizers.extractive import ExtractiveSummarizer  # noqa: E402
 from trajcomp.summarizers.openai import OpenAISummarizer, clean_summary  # noqa: E402

@@ -18,7 +18,7 @@ from conftest import read_jsonl
 from test_fits import qwen3_folder
 
 from trajcomp.cli.commands import main
-from trajcomp.core.openai_rows import OpenAIMessages
+from trajcomp.core.dialects.openai_rows import OpenAIMessages
 from trajcomp.formats.parquet import PARQUET
 
 FIXTURES = Path(__file__).parent / "fixtures" / "agent_rows"

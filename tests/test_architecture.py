@@ -28,17 +28,46 @@ ALLOWED = {
     "api": {"core", "engines"},
 }
 LEAVES = {"version"}  # imported from anywhere, imports nothing
-# engines/ by job, each folder importing only those below it (docs/ARCHITECTURE.md): object storage at
-# the bottom, the run's flow, then parts and resume beside buying summaries, and the runners on top.
-ENGINE_FOLDERS = {
-    "storage": set(),
-    "flow": {"storage"},
-    "parts": {"flow", "storage"},
-    "summaries": {"flow", "storage"},
-    "runners": {"flow", "storage", "parts", "summaries"},
+# Inside a package, its folders (and, where named, its top-level modules) are layered the same way: each
+# imports only those it names (docs/ARCHITECTURE.md). A package's top-level modules not named in TOP are
+# its top: they may import anything of it.
+FOLDERS = {
+    # engines/ by job: object storage at the bottom, the run's flow, then parts and resume beside buying
+    # summaries, and the runners on top.
+    "engines": {
+        "storage": set(),
+        "flow": {"storage"},
+        "parts": {"flow", "storage"},
+        "summaries": {"flow", "storage"},
+        "runners": {"flow", "storage", "parts", "summaries"},
+    },
+    # core/ by job: the row dialects at the bottom, counting, the row's figures (data), planning and
+    # pruning, the config, the summary turn, segments; compressor.py on top.
+    "core": {
+        "dialects": set(),
+        "counting": {"dialects"},
+        "data": set(),
+        "planning": {"dialects", "counting", "data"},
+        "config": {"dialects", "planning"},
+        "summary": {"dialects", "counting", "planning", "data", "config"},
+        "segments": {"dialects", "counting", "planning", "data", "config", "summary"},
+    },
+    # reports/: the report itself (its top-level modules), its HTML page, and `show`'s rows of an output.
+    "reports": {
+        "report": set(),
+        "html": {"report"},
+        "show": {"report", "html"},
+    },
+}
+# Top-level modules that sit in a layer of their package's FOLDERS.
+TOP = {
+    "core": {"metrics": "data", "row_result": "data", "json_codec": "data", "config": "config",
+             "config_layout": "config"},
+    "reports": {name: "report" for name in ("schema", "build", "reading", "comparison", "text", "numbers")},
 }
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
+MAX_FOLDER_MODULES = 12
 
 
 def modules(root: Path) -> dict[str, Path]:
@@ -148,28 +177,43 @@ def test_every_package_imports_only_what_the_layering_allows(edges):
     assert set(map(layer, edges)) == set(ALLOWED) | LEAVES  # no package the layering does not name
 
 
-def engine_folder(module: str) -> str | None:
+def folder(module: str) -> tuple[str, str] | None:
+    """(package, layer) of a module inside a package that FOLDERS layers; None for its top."""
     parts = module.split(".")
-    return parts[2] if parts[:2] == ["trajcomp", "engines"] and len(parts) > 3 else None
+    if len(parts) < 3 or parts[1] not in FOLDERS:
+        return None
+    package = parts[1]
+    if len(parts) > 3:
+        return package, parts[2]
+    name = TOP.get(package, {}).get(parts[2])
+    return (package, name) if name else None
 
 
-def engines_forbidden(edges: dict[str, set[str]]) -> list[str]:
-    """Imports between engines/ folders that go up or sideways, as 'module -> module'."""
+def folders_forbidden(edges: dict[str, set[str]]) -> list[str]:
+    """Imports between a package's folders that go up or sideways, as 'module -> module'."""
     wrong = []
     for module, targets in sorted(edges.items()):
-        mine = engine_folder(module)
+        mine = folder(module)
         for target in sorted(targets):
-            theirs = engine_folder(target)
-            if mine and theirs and theirs != mine and theirs not in ENGINE_FOLDERS.get(mine, set()):
+            theirs = folder(target)
+            if mine and theirs and mine[0] == theirs[0] and theirs != mine \
+                    and theirs[1] not in FOLDERS[mine[0]].get(mine[1], set()):
                 wrong.append(f"{module} -> {target}")
     return wrong
 
 
-def test_engines_folders_import_only_those_below_them(edges):
-    assert engines_forbidden(edges) == []
-    engines = [m for m in edges if layer(m) == "engines" and m != "trajcomp.engines"]
-    assert {engine_folder(m) or m for m in engines} <= set(ENGINE_FOLDERS) | {
-        f"trajcomp.engines.{folder}" for folder in ENGINE_FOLDERS}  # every module is in a named folder
+def test_folders_import_only_those_below_them(edges):
+    assert folders_forbidden(edges) == []
+    for package, layers in FOLDERS.items():
+        inside = [m for m in edges if layer(m) == package and len(m.split(".")) > 3]
+        # every module below the top level is in a named folder, and every folder is named
+        assert {m.split(".")[2] for m in inside} <= set(layers), package
+
+
+def test_no_folder_holds_more_than_a_dozen_modules():
+    crowded = {str(d.relative_to(PACKAGE.parent)): n for d in PACKAGE.rglob("*") if d.is_dir()
+               and (n := len([f for f in d.glob("*.py") if f.name != "__init__.py"])) > MAX_FOLDER_MODULES}
+    assert crowded == {}
 
 
 def test_the_row_core_names_no_summarizer_module(edges):
@@ -247,10 +291,47 @@ def test_an_engines_folder_importing_one_above_it_is_refused(tmp_path):
         "engines/flow/paths.py": "from ..parts.checkpoint import WorkDir\n",
         "engines/parts/__init__.py": "", "engines/parts/checkpoint.py": "from ..flow import paths\n",
     })
-    assert engines_forbidden(graph(root)) == ["trajcomp.engines.flow.paths -> trajcomp.engines.parts.checkpoint"]
+    assert folders_forbidden(graph(root)) == ["trajcomp.engines.flow.paths -> trajcomp.engines.parts.checkpoint"]
 
 
 def test_a_long_function_or_module_is_found(tmp_path):
     body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
     root = _package(tmp_path, {"__init__.py": "", "long.py": "def f():\n" + body + "\n" * MAX_MODULE_LINES})
     assert [line.split(":")[0] for line in _long_units(root)] == ["trajcomp/long.py", "trajcomp/long.py"]
+
+
+def test_a_core_folder_importing_one_above_it_is_refused(tmp_path):
+    # the dialects, at the bottom of the core, reaching up into planning (as validity once did)
+    root = _package(tmp_path, {
+        "__init__.py": "", "core/__init__.py": "", "core/dialects/__init__.py": "",
+        "core/dialects/validity.py": "from ..planning.planner import alternation_parity\n",
+        "core/planning/__init__.py": "", "core/planning/planner.py": "from ..dialects import validity\n",
+        "core/config.py": "from .summary import passes\n",
+        "core/summary/__init__.py": "", "core/summary/passes.py": "",
+    })
+    assert folders_forbidden(graph(root)) == ["trajcomp.core.config -> trajcomp.core.summary.passes",
+                                              "trajcomp.core.dialects.validity -> trajcomp.core.planning.planner"]
+
+
+def test_a_crowded_folder_is_found(tmp_path, monkeypatch):
+    root = _package(tmp_path, {"__init__.py": "", **{f"core/m{i}.py": "" for i in range(MAX_FOLDER_MODULES + 1)}})
+    monkeypatch.setattr(__import__(__name__), "PACKAGE", root)
+    with pytest.raises(AssertionError):
+        test_no_folder_holds_more_than_a_dozen_modules()
+
+
+def named_folders(page: str, root: Path) -> list[str]:
+    """The package's folders that docs/ARCHITECTURE.md does not name (as `folder/`, relative to trajcomp/)."""
+    folders = sorted(str(d.relative_to(root)) + "/" for d in root.rglob("*") if (d / "__init__.py").exists())
+    return [f for f in folders if f"`{f}`" not in page]
+
+
+def test_the_architecture_page_names_every_folder_on_one_page():
+    page = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
+    assert named_folders(page, PACKAGE) == []
+    assert page.count("\n") <= 80  # one page
+
+
+def test_a_folder_the_page_does_not_name_is_found(tmp_path):
+    root = _package(tmp_path, {"__init__.py": "", "core/__init__.py": "", "core/new/__init__.py": ""})
+    assert named_folders("| `core/` | the row core |", root) == ["core/new/"]

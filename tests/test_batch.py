@@ -325,7 +325,7 @@ def test_batch_files_are_cut_to_the_provider_limits(tmp_path):
 def test_the_report_text_page_and_compare_show_the_batches(runs):
     from trajcomp.cli.compare import compare_reports
     from trajcomp.reports.comparison import FIGURES
-    from trajcomp.reports.page import comparison_page, report_page
+    from trajcomp.reports.html.page import comparison_page, report_page
     from trajcomp.reports.reading import load
     from trajcomp.reports.text import render_comparison, render_report
 

@@ -16,8 +16,8 @@ from tokenizers import Tokenizer
 from conftest import CORPUS, DEMO_TOKENIZER, SAMPLES, read_jsonl
 from processes import HANG_SECONDS
 
-from trajcomp.core.batching import ENCODE_CHARS, MAX_CHARS, MIN_SHARE, CoalescingCounter, split_by_chars
-from trajcomp.core.tokens import TokenCounter
+from trajcomp.core.counting.batching import ENCODE_CHARS, MAX_CHARS, MIN_SHARE, CoalescingCounter, split_by_chars
+from trajcomp.core.counting.tokens import TokenCounter
 
 
 @pytest.fixture(scope="module")
@@ -317,7 +317,7 @@ def test_a_batch_is_encoded_in_calls_small_enough_to_stay_in_the_caches(counter)
 def test_a_counter_turns_the_rust_thread_pool_off_unless_the_user_chose():
     """The Rust pool's spinning threads would compete with trajcomp's own counting threads."""
     probe = (
-        "import os, sys; from trajcomp.core.tokens import TokenCounter; TokenCounter(sys.argv[1]); "
+        "import os, sys; from trajcomp.core.counting.tokens import TokenCounter; TokenCounter(sys.argv[1]); "
         "print(os.environ.get('TOKENIZERS_PARALLELISM'))"
     )
     env = {k: v for k, v in os.environ.items() if k != "TOKENIZERS_PARALLELISM"}

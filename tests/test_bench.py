@@ -7,7 +7,7 @@ from pathlib import Path
 
 import processes
 
-from trajcomp.core.batching import usable_cores
+from trajcomp.core.counting.batching import usable_cores
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""compression.cannot_fit: a row no rule can make fit is decided before any summary is asked for (core/fit.py).
+"""compression.cannot_fit: a row no rule can make fit is decided before any summary is asked for (core/planning/fit.py).
 
 The rows are SWE-agent-like: a long system prompt and a demonstration in the second human turn, so the
 protected head alone is over the target. The OpenAI-compatible summarizer runs against the real test

@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 
 from trajcomp.core.compressor import TrajectoryCompressor
 from trajcomp.core.config import CompressionConfig
-from trajcomp.core.identifiers import INDEX_HEAD
+from trajcomp.core.summary.identifiers import INDEX_HEAD
 from trajcomp.core.metrics import Outcome, RowMetrics
 from trajcomp.summarizers.base import SUMMARY_PREFIX, Summarizer, Summary, SummaryError, SummaryRequest
 from trajcomp.summarizers.extractive import ExtractiveSummarizer
-from trajcomp.core.summary_turn import USERS_HEAD
-from trajcomp.core.tokens import TokenCounter
+from trajcomp.core.dialects.summary_turn import USERS_HEAD
+from trajcomp.core.counting.tokens import TokenCounter
 
 _COUNTERS: dict[str, TokenCounter] = {}
 

@@ -14,9 +14,9 @@ from tokenizers import Tokenizer
 from conftest import DEMO_TOKENIZER, SAMPLES, read_jsonl
 from test_fits import qwen3_folder
 
-from trajcomp.core.batching import BATCHES_AT_ONCE
-from trajcomp.core.count_cache import MAX_BYTES, CountCache, cost
-from trajcomp.core.tokens import TokenCounter
+from trajcomp.core.counting.batching import BATCHES_AT_ONCE
+from trajcomp.core.counting.count_cache import MAX_BYTES, CountCache, cost
+from trajcomp.core.counting.tokens import TokenCounter
 
 FOLDERS = {"demo": DEMO_TOKENIZER, "qwen3": qwen3_folder()}
 

@@ -17,7 +17,7 @@ from conftest import read_jsonl, run_cli, write_jsonl
 
 from trajcomp.core.compressor import TrajectoryCompressor
 from trajcomp.core.config import ConfigError, load_config
-from trajcomp.core.tokens import TokenCounter
+from trajcomp.core.counting.tokens import TokenCounter
 
 TARGET, SUMMARY = "1500", "150"
 USER_SIDE = {"human", "observation", "user", "tool"}

@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trajcomp.core.config import CompressionConfig
-from trajcomp.core.rows import Turn
+from trajcomp.core.dialects.rows import Turn
 from trajcomp.summarizers import make_summarizer
 from trajcomp.summarizers.base import SummaryRequest
 from trajcomp.summarizers.extractive import ACTION, ExtractiveSummarizer, Item, extract_items, fit
-from trajcomp.core.tokens import TokenCounter
+from trajcomp.core.counting.tokens import TokenCounter
 
 _COUNTERS: dict[str, TokenCounter] = {}
 

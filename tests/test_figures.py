@@ -16,8 +16,8 @@ from openai_server import ServerThread
 from trajcomp.core.compressor import TrajectoryCompressor
 from trajcomp.core.config import CompressionConfig
 from trajcomp.core.metrics import STATUSES, Aggregate
-from trajcomp.core.rows import RowSchema
-from trajcomp.core.tokens import TokenCounter
+from trajcomp.core.dialects.rows import RowSchema
+from trajcomp.core.counting.tokens import TokenCounter
 from trajcomp.reports.build import from_aggregate
 from trajcomp.reports.schema import Processing, TokenizerInfo
 

@@ -22,13 +22,13 @@ from openai_server import ServerThread
 
 from trajcomp.core.compressor import TrajectoryCompressor
 from trajcomp.core.config import CompressionConfig
-from trajcomp.core.identifiers import extract, retention
+from trajcomp.core.summary.identifiers import extract, retention
 from trajcomp.core.metrics import Outcome
-from trajcomp.core.openai_rows import OPENAI
-from trajcomp.core.rows import SHAREGPT, Turn
+from trajcomp.core.dialects.openai_rows import OPENAI
+from trajcomp.core.dialects.rows import SHAREGPT, Turn
 from trajcomp.summarizers.base import SUMMARY_PREFIX, Summarizer, Summary, SummaryRequest
-from trajcomp.core.summary_turn import joined
-from trajcomp.core.tokens import TemplateLengths, TokenCounter, TurnLengths
+from trajcomp.core.dialects.summary_turn import joined
+from trajcomp.core.counting.tokens import TemplateLengths, TokenCounter, TurnLengths
 
 CHAT_ROLES = {"system": "system", "human": "user", "gpt": "assistant", "tool": "tool"}
 

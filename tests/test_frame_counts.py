@@ -23,8 +23,8 @@ from conftest import read_jsonl, write_jsonl
 from test_fits import as_openai, compress_rows, qwen3_folder, sample_rows
 
 from trajcomp.core.config import CompressionConfig
-from trajcomp.core.rows import RowSchema
-from trajcomp.core.tokens import TemplateLengths, TokenCounter, TurnLengths
+from trajcomp.core.dialects.rows import RowSchema
+from trajcomp.core.counting.tokens import TemplateLengths, TokenCounter, TurnLengths
 
 CHAT_ROLES = {"system": "system", "human": "user", "gpt": "assistant", "tool": "tool"}
 SHAREGPT_ROLES = {"system": "system", "human": "user", "gpt": "assistant", "function_call": "assistant",

@@ -6,9 +6,9 @@ import re
 
 from conftest import DEMO_TOKENIZER
 
-from trajcomp.core.rows import Turn
+from trajcomp.core.dialects.rows import Turn
 from trajcomp.summarizers.guard import JOIN_SLACK, MARKER, MIN_KEPT, fit_turns
-from trajcomp.core.tokens import TokenCounter
+from trajcomp.core.counting.tokens import TokenCounter
 
 COUNTER = TokenCounter(str(DEMO_TOKENIZER))
 LOG = "\n".join(f"[{k:04d}] step {k}: tests/test_mod{k % 7}.py::test_{k} PASSED in {k * 3} ms" for k in range(400))

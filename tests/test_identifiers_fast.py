@@ -1,4 +1,4 @@
-"""The fast identifier scan (trajcomp/core/identifier_kinds.py) finds exactly what the plain regex passes found.
+"""The fast identifier scan (trajcomp/core/summary/identifier_kinds.py) finds exactly what the plain regex passes found.
 
 `_Oracle` below holds the patterns and logic of identifiers.py before the speed work (commit d372076): one
 `re.sub` pass per kind over the whole text. The tests compare the module with it, identifier for
@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trajcomp.core import identifier_kinds, identifiers
-from trajcomp.core.rows import Turn
+from trajcomp.core.summary import identifier_kinds, identifiers
+from trajcomp.core.dialects.rows import Turn
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -12,9 +12,9 @@ from conftest import DEMO_TOKENIZER, SAMPLES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trajcomp.core.identifiers import INDEX_HEAD, extract, with_index
-from trajcomp.core.rows import Turn
-from trajcomp.core.tokens import TokenCounter
+from trajcomp.core.summary.identifiers import INDEX_HEAD, extract, with_index
+from trajcomp.core.dialects.rows import Turn
+from trajcomp.core.counting.tokens import TokenCounter
 
 _COUNTERS: dict[str, TokenCounter] = {}
 

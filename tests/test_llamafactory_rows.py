@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 from test_segments import MODES, segmented, swe_rows
 
-from trajcomp.core.planner import alternation_parity
+from trajcomp.core.dialects.validity import alternation_parity
 
 USER_SIDE, ASSISTANT_SIDE = ("human", "observation"), ("gpt", "function_call")
 NO_TAIL = {"protect_last_n_turns": 0, "protect_first_gpt": False, "protect_first_tool": False}

@@ -21,7 +21,7 @@ from test_openai_summarizer import (
     answer_of,
     MODEL, NO_KEY_ENV, SUMMARY_TARGET, TARGET, hermes_rows, strip_metrics, summary_turns,
 )
-from trajcomp.core.redact import REDACTED
+from trajcomp.core.summary.redact import REDACTED
 from trajcomp.summarizers.base import SUMMARY_PREFIX
 
 KEY = "sk-test-SECRET123456789abcdef"

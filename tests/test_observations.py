@@ -1,6 +1,6 @@
-"""Observation turns (core/observations.py): SWE-agent's `OBSERVATION:` and OpenHands v0's `EXECUTION
+"""Observation turns (core/dialects/observations.py): SWE-agent's `OBSERVATION:` and OpenHands v0's `EXECUTION
 RESULT of [...]` user turns are tool results to pruning, the summaries and validity, never the user's
-words; text calls (core/text_calls.py) name their tool and argument; and (core/outcome.py) stubs and
+words; text calls (core/dialects/text_calls.py) name their tool and argument; and (core/dialects/outcome.py) stubs and
 summaries claim an error only where the output reports one and count its lines alike.
 
 The rows are tests/text_call_rows.py's, through the real row core and the demo tokenizer.
@@ -19,12 +19,12 @@ from text_call_rows import FOLLOW_UP, TASK, as_messages, openhands, swe_agent
 
 from trajcomp.core.compressor import TrajectoryCompressor
 from trajcomp.core.config import CompressionConfig, ConfigError, load_config
-from trajcomp.core.rows import RowSchema
-from trajcomp.core.stubs import Output, StubStyle
-from trajcomp.core.summary_turn import USERS_HEAD
-from trajcomp.core.tokens import TokenCounter
-from trajcomp.core.turn import Turn
-from trajcomp.core.validity import problems
+from trajcomp.core.dialects.rows import RowSchema
+from trajcomp.core.planning.stubs import Output, StubStyle
+from trajcomp.core.dialects.summary_turn import USERS_HEAD
+from trajcomp.core.counting.tokens import TokenCounter
+from trajcomp.core.dialects.turn import Turn
+from trajcomp.core.dialects.validity import problems
 from trajcomp.summarizers.extractive import extract_items
 
 COUNTER = TokenCounter(str(DEMO_TOKENIZER))

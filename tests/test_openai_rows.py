@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 from trajcomp.core.compressor import TrajectoryCompressor
 from trajcomp.core.config import CompressionConfig
 from trajcomp.core.metrics import Outcome
-from trajcomp.core.planner import PlanParams, plan
-from trajcomp.core.openai_rows import OpenAIMessages
-from trajcomp.core.openai_rows import parts_shaped as OPENAI_PARTS
-from trajcomp.core.rows import FORMATS_BY_NAME, RowError, ShareGPT, Turn, detect_format
+from trajcomp.core.planning.planner import PlanParams, plan
+from trajcomp.core.dialects.openai_rows import OpenAIMessages
+from trajcomp.core.dialects.openai_rows import parts_shaped as OPENAI_PARTS
+from trajcomp.core.dialects.rows import FORMATS_BY_NAME, RowError, ShareGPT, Turn, detect_format
 from trajcomp.summarizers import SUMMARY_PREFIX
-from trajcomp.core.tokens import TokenCounter
+from trajcomp.core.counting.tokens import TokenCounter
 
 OPENAI = OpenAIMessages()
 OPENAI_ROLES = {"system", "developer", "user", "assistant", "tool", "function"}

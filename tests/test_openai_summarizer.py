@@ -29,13 +29,13 @@ from openai_server import summarize as server_answer
 
 from trajcomp import cli
 from trajcomp.core.config import CompressionConfig
-from trajcomp.core.identifiers import INDEX_HEAD
-from trajcomp.core.redact import REDACTED
+from trajcomp.core.summary.identifiers import INDEX_HEAD
+from trajcomp.core.summary.redact import REDACTED
 from trajcomp.reports.text import render_report
-from trajcomp.core.rows import Turn
+from trajcomp.core.dialects.rows import Turn
 from trajcomp.summarizers.base import SUMMARY_PREFIX, Summary, SummaryError, SummaryRequest
 from trajcomp.summarizers.openai import SYSTEM_PROMPT, OpenAISummarizer, clean_summary
-from trajcomp.core.tokens import TokenCounter
+from trajcomp.core.counting.tokens import TokenCounter
 
 MODEL = "test-model"
 OTHER_MODEL = "other-model"

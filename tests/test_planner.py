@@ -1,4 +1,4 @@
-"""Property and example tests of `trajcomp.core.planner.plan`.
+"""Property and example tests of `trajcomp.core.planning.planner.plan`.
 
 The planner is a pure function of roles and token counts, so hypothesis drives it directly.
 Each plan is applied the way the compressor applies it, and the resulting role sequence is
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trajcomp.core.planner import Decision, Plan, PlanParams, plan
+from trajcomp.core.planning.planner import Decision, Plan, PlanParams, plan
 
 ROLES = ("system", "human", "gpt", "tool")
 FLAGS = ("protect_first_system", "protect_first_human", "protect_first_gpt", "protect_first_tool")

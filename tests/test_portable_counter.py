@@ -17,7 +17,7 @@ from conftest import CORPUS, DEMO_TOKENIZER
 from test_fits import qwen3_folder
 
 from trajcomp.core.config import CompressionConfig
-from trajcomp.core.tokens import TokenCounter
+from trajcomp.core.counting.tokens import TokenCounter
 from trajcomp.engines.runners.fork_server import TOKENIZER_LOADER, preload_for
 
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "[CLS]", "[SEP]", "[UNK]"]
@@ -81,7 +81,7 @@ def test_a_worker_counting_with_the_sent_tokenizer_imports_no_transformers(tmp_p
     probe = (
         "import pickle, sys\n"
         "import trajcomp.engines.runners.workers\n"
-        "from trajcomp.core.tokens import TokenCounter\n"
+        "from trajcomp.core.counting.tokens import TokenCounter\n"
         f"counter = TokenCounter.from_portable(pickle.loads(open({str(sent)!r}, 'rb').read()))\n"
         "print(counter.count(['def main(argv):']), 'transformers' in sys.modules)\n"
     )

@@ -1,4 +1,4 @@
-"""compress --prune: old tool outputs become stubs before any summary (core/pruning.py, core/prune_fit.py).
+"""compress --prune: old tool outputs become stubs before any summary (core/planning/pruning.py, core/planning/prune_fit.py).
 
 Rows like SWE-agent's (scripts/swe_rows.py: one request, then calls and long observations) in the
 Hermes, OpenAI and LLaMA-Factory dialects, and the sample rows of data_samples/, through the real
@@ -18,8 +18,8 @@ from openai_server import ServerThread
 
 from trajcomp.core.compressor import TrajectoryCompressor
 from trajcomp.core.config import CompressionConfig, load_config
-from trajcomp.core.rows import RowSchema
-from trajcomp.core.tokens import TokenCounter
+from trajcomp.core.dialects.rows import RowSchema
+from trajcomp.core.counting.tokens import TokenCounter
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import swe_rows  # noqa: E402

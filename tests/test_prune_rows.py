@@ -15,8 +15,8 @@ from test_dialects import follows_alternation
 from test_prune import compress_all, fit_by_pruning, swe_config, tool_outputs
 from test_validity import COUNTER, check, config, make_row, steps
 
-from trajcomp.core.rows import RowSchema
-from trajcomp.core.stubs import Output, StubStyle
+from trajcomp.core.dialects.rows import RowSchema
+from trajcomp.core.planning.stubs import Output, StubStyle
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import swe_rows  # noqa: E402

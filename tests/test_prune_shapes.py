@@ -9,9 +9,9 @@ import json
 from test_validity import COUNTER, check, config
 
 from trajcomp.core.compressor import plan_params
-from trajcomp.core.prune_fit import Pruner
-from trajcomp.core.rows import RowSchema
-from trajcomp.core.tokens import TemplateLengths
+from trajcomp.core.planning.prune_fit import Pruner
+from trajcomp.core.dialects.rows import RowSchema
+from trajcomp.core.counting.tokens import TemplateLengths
 
 LONG = "\n".join(f"line {j}: tests/test_io.py::case_{j} PASSED" for j in range(40))
 

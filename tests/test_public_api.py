@@ -50,7 +50,7 @@ def test_the_console_script_and_python_m():
 
 def test_the_summarizer_entry_point_group():
     from trajcomp.core.config import CompressionConfig
-    from trajcomp.core.tokens import TokenCounter
+    from trajcomp.core.counting.tokens import TokenCounter
     from trajcomp.summarizers import Summarizer, make_summarizer, names
 
     found = {ep.name: ep for ep in entry_points(group="trajcomp.summarizers")}

@@ -1,12 +1,12 @@
-"""trajcomp.core.redact: every secret pattern, ordinary text left alone, and the texts redaction keeps whole."""
+"""trajcomp.core.summary.redact: every secret pattern, ordinary text left alone, and the texts redaction keeps whole."""
 from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trajcomp.core.redact import REDACTED, kept_whole, redact
-import trajcomp.core.redact as redact_module
+from trajcomp.core.summary.redact import REDACTED, kept_whole, redact
+import trajcomp.core.summary.redact as redact_module
 
 PEM = (
     "-----BEGIN RSA PRIVATE KEY-----\n"

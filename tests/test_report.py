@@ -9,7 +9,7 @@ import pytest
 
 from conftest import read_jsonl
 from test_cli import BUDGET, SUMMARY, TARGET, assert_ok, hermes_rows, run_parallel, write_lines
-from trajcomp.core.tokens import TokenCounter
+from trajcomp.core.counting.tokens import TokenCounter
 
 TOKENIZERS = ("bpe_tokenizer", "wordpiece_tokenizer")
 

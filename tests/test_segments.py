@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 
 from trajcomp.core.compressor import TrajectoryCompressor
 from trajcomp.core.config import CompressionConfig
-from trajcomp.core.planner import alternation_parity
-from trajcomp.core.rows import RowSchema
-from trajcomp.core.tokens import TemplateLengths, TokenCounter
-from trajcomp.core.validity import CALL_UNANSWERED, problems
+from trajcomp.core.dialects.validity import alternation_parity
+from trajcomp.core.dialects.rows import RowSchema
+from trajcomp.core.counting.tokens import TemplateLengths, TokenCounter
+from trajcomp.core.dialects.validity import CALL_UNANSWERED, problems
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import swe_rows  # noqa: E402
@@ -101,7 +101,7 @@ def check(row, result, cfg, counter: TokenCounter = COUNTER) -> None:
     native = fmt.native_turns(row)
     gpt_in = [t for t, v in zip(native, fmt.turns(native)) if v.role == "gpt"]
     trained, n = [], len(result.rows)
-    if n == 1 and "cannot_fit_reason" in result.rows[0]["compression_metrics"]:  # no segment could fit (core/fit.py):
+    if n == 1 and "cannot_fit_reason" in result.rows[0]["compression_metrics"]:  # no segment could fit (core/planning/fit.py):
         m = result.rows[0]["compression_metrics"]  # one row, never cut, shortened whole (cannot_fit: shorten)
         assert result.rows[0]["segment"] == {"index": 0, "count": 1} and m["cannot_fit"] and m["still_over_limit"]
         assert m["cannot_fit_reason"]["over_by"] > 0

@@ -210,7 +210,7 @@ def test_the_report_compare_page_and_show_name_the_segments(reference, tmp_path)
     figures = json.loads(compared.stdout)["figures"]
     assert figures["rows_out"] == [None, seg["rows_out"]] and figures["segment_summaries"] == [None, seg["summaries"]]
     assert figures["trained_share"] == [1.0, 1.0]  # the report's tokens section, in every run's report
-    from trajcomp.reports.page import report_page
+    from trajcomp.reports.html.page import report_page
     from trajcomp.reports.reading import load
 
     page = report_page(load(report))

@@ -16,7 +16,7 @@ from test_segments import COUNTER, COUNTERS, MODES, check, length, segmented, sw
 
 from trajcomp.core.compressor import TrajectoryCompressor
 from trajcomp.core.config import CompressionConfig
-from trajcomp.core.rows import RowSchema
+from trajcomp.core.dialects.rows import RowSchema
 
 
 @settings(max_examples=16, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -74,7 +74,7 @@ def over_target(rows, mode: str, prune: bool) -> tuple[int, int, int]:
         for o in result.rows:  # over only where the issue allows it: flagged, and no cut could fit it
             if length(o, mode) > target:
                 over += 1
-                m = o["compression_metrics"]  # a row no segment could fit is one row, never cut (core/fit.py)
+                m = o["compression_metrics"]  # a row no segment could fit is one row, never cut (core/planning/fit.py)
                 assert m.get("segment_cannot_fit") or m["cannot_fit_reason"]["over_by"] > 0, row.get("id")
                 assert "cannot_fit_reason" in m or unavoidable(o, fmt.native_turns(row), fmt, cfg, COUNTER), row.get("id")
         out, summaries = out + len(result.rows), summaries + result.metrics.summaries
@@ -83,7 +83,7 @@ def over_target(rows, mode: str, prune: bool) -> tuple[int, int, int]:
 
 # docs/compression.md's figures: segments over the target at a quarter of the rows' length, without and with --prune.
 # The samples' with --prune fell from 170 to 169 when stubs claimed only reported errors (shorter stubs), and to
-# 115 when a row no segment could fit became one row, never cut (core/fit.py); the swe rows have none such.
+# 115 when a row no segment could fit became one row, never cut (core/planning/fit.py); the swe rows have none such.
 # (The samples' without --prune is not run: it takes minutes.)
 OVER = {("swe", "turns"): (25, 3), ("swe", "chat_template"): (25, 3),
         ("samples", "turns"): (282, 115)}

@@ -13,7 +13,7 @@ from conftest import DEMO_TOKENIZER
 from trajcomp.core.compressor import RowResult, TrajectoryCompressor
 from trajcomp.core.config import CompressionConfig
 from trajcomp.core.metrics import Aggregate
-from trajcomp.core.tokens import TokenCounter
+from trajcomp.core.counting.tokens import TokenCounter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import swe_rows  # noqa: E402

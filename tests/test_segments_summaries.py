@@ -15,10 +15,10 @@ from openai_server import ServerThread
 
 from trajcomp.core.compressor import TrajectoryCompressor
 from trajcomp.core.config import CompressionConfig
-from trajcomp.core.rows import RowSchema
-from trajcomp.core.summary_turn import USERS_HEAD
-from trajcomp.core.tokens import TokenCounter
-from trajcomp.core.validity import problems
+from trajcomp.core.dialects.rows import RowSchema
+from trajcomp.core.dialects.summary_turn import USERS_HEAD
+from trajcomp.core.counting.tokens import TokenCounter
+from trajcomp.core.dialects.validity import problems
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import swe_rows  # noqa: E402

@@ -18,9 +18,9 @@ from browser import dump_dom, parse, screenshot
 from conftest import DEMO_TOKENIZER, ROOT, SAMPLES, read_jsonl, run_cli
 from test_cli import hermes_rows, write_lines
 from trajcomp.cli.commands import main
-from trajcomp.core.tokens import TokenCounter
-from trajcomp.reports.rows import Choice, views
-from trajcomp.reports.runs import run_of
+from trajcomp.core.counting.tokens import TokenCounter
+from trajcomp.reports.show.rows import Choice, views
+from trajcomp.reports.show.runs import run_of
 
 TARGET = 2500
 BUDGET = ("--tokenizer", str(DEMO_TOKENIZER), "--target-max-tokens", str(TARGET), "--summary-target-tokens", "200")

@@ -25,9 +25,9 @@ from tokenizers import AddedToken, Tokenizer, models, normalizers, pre_tokenizer
 from conftest import CORPUS
 from test_fits import CHAT_ROLES, TEMPLATES, qwen3_folder, sample_rows, templated  # noqa: F401 (a fixture)
 
-from trajcomp.core.rows import SHAREGPT
-from trajcomp.core.split_tokens import SplitTokens
-from trajcomp.core.tokens import Measured, TemplateLengths, TokenCounter
+from trajcomp.core.dialects.rows import SHAREGPT
+from trajcomp.core.counting.split_tokens import SplitTokens
+from trajcomp.core.counting.tokens import Measured, TemplateLengths, TokenCounter
 
 # Added tokens of the SentencePiece-style tokenizer: two clean ones, one inside a longer one, one
 # overlapping itself, one stripping the spaces before it, one matched after normalization.

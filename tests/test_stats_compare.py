@@ -18,8 +18,8 @@ import pytest
 from conftest import run_cli
 from trajcomp.cli.compare import difference, short_names
 from trajcomp.core.config import CompressionConfig
-from trajcomp.core.planner import Decision, PlanParams, plan
-from trajcomp.core.tokens import TokenCounter
+from trajcomp.core.planning.planner import Decision, PlanParams, plan
+from trajcomp.core.counting.tokens import TokenCounter
 
 TARGET, SUMMARY, LAST_N = 2500, 200, 3
 BUDGET = ("--target-max-tokens", str(TARGET), "--summary-target-tokens", str(SUMMARY), "--protect-last-n", str(LAST_N))

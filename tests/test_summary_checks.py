@@ -17,11 +17,11 @@ from test_openai_summarizer import MODEL, N_OVER, answer_of, compress, hermes_ro
 
 from trajcomp.core.config import CHECK_NAMES, ConfigError, enabled_checks, load_config
 from trajcomp.core.metrics import Outcome, RowMetrics
-from trajcomp.core.summarizer import Summary
-from trajcomp.core.tokens import TokenCounter
+from trajcomp.core.summary.summarizer import Summary
+from trajcomp.core.counting.tokens import TokenCounter
 from trajcomp.engines.summaries.cache import Hit, _decoded, _encoded, _parsed
 from trajcomp.reports.comparison import comparison
-from trajcomp.reports.page import report_page
+from trajcomp.reports.html.page import report_page
 from trajcomp.reports.reading import read_report
 from trajcomp.reports.text import render_report
 from trajcomp.summarizers import checks as ck

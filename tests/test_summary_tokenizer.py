@@ -16,7 +16,7 @@ from openai_server import ServerThread
 from trajcomp.core.compressor import TrajectoryCompressor
 from trajcomp.core.config import CompressionConfig
 from trajcomp.summarizers.http import ContextRefusal, context_refusal
-from trajcomp.core.tokens import TokenCounter
+from trajcomp.core.counting.tokens import TokenCounter
 
 MODEL = "test-model"
 LIMIT = 8192

@@ -17,10 +17,10 @@ from test_segments import swe_rows
 
 from trajcomp.core.compressor import TrajectoryCompressor
 from trajcomp.core.config import CompressionConfig, ConfigError, load_config
-from trajcomp.core.openai_rows import content_text
-from trajcomp.core.rows import RowSchema
-from trajcomp.core.token_rows import IGNORE, marked
-from trajcomp.core.tokens import TokenCounter
+from trajcomp.core.dialects.openai_rows import content_text
+from trajcomp.core.dialects.rows import RowSchema
+from trajcomp.core.counting.token_rows import IGNORE, marked
+from trajcomp.core.counting.tokens import TokenCounter
 
 # chatml whose assistant turns are generation blocks (their text and <|im_end|>), as TRL's patched templates are
 TEMPLATE = Path(__file__).resolve().parent / "fixtures" / "chatml_generation.jinja"

@@ -18,11 +18,11 @@ from openai_server import ServerThread
 from trajcomp.core.compressor import TrajectoryCompressor
 from trajcomp.core.config import CompressionConfig
 from trajcomp.core.metrics import Outcome
-from trajcomp.core.rows import Turn
-from trajcomp.core.summary_turn import (
+from trajcomp.core.dialects.rows import Turn
+from trajcomp.core.dialects.summary_turn import (
     CUT, EMPTY_SECTION, HANDOFF_SECTIONS, USERS_HEAD, UserWords, compose, sections, user_words,
 )
-from trajcomp.core.tokens import TokenCounter
+from trajcomp.core.counting.tokens import TokenCounter
 
 MODEL = "test-model"
 TASK = "The parser drops the last field of every line in src/parser/core.py. Fix it and make the tests pass."

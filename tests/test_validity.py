@@ -1,4 +1,4 @@
-"""Every output row is as valid for a trainer as its input, in every dialect (trajcomp/core/validity.py).
+"""Every output row is as valid for a trainer as its input, in every dialect (trajcomp/core/dialects/validity.py).
 
 Generated rows in the four dialects trajcomp reads (Hermes ShareGPT, LLaMA-Factory ShareGPT, axolotl's
 role/content ShareGPT, OpenAI messages with parallel tool calls) go through the real row core at
@@ -19,9 +19,9 @@ from openai_server import ServerThread
 
 from trajcomp.core.compressor import TrajectoryCompressor
 from trajcomp.core.config import CompressionConfig
-from trajcomp.core.rows import RowSchema
-from trajcomp.core.tokens import TokenCounter
-from trajcomp.core.validity import (
+from trajcomp.core.dialects.rows import RowSchema
+from trajcomp.core.counting.tokens import TokenCounter
+from trajcomp.core.dialects.validity import (
     ALTERNATION_BROKEN, CALL_UNANSWERED, HUMAN_AFTER_HUMAN, LAST_ROLE_CHANGED, RESULT_WITHOUT_CALL, new_problems,
     problems,
 )

@@ -21,7 +21,7 @@ from openai_server import ServerThread
 from processes import HANG_SECONDS
 from test_resume import args, cached_summaries, freeze, hermes_row, thaw, wait_for_parts
 
-from trajcomp.core.batching import usable_cores
+from trajcomp.core.counting.batching import usable_cores
 from trajcomp.core.config import CompressionConfig
 from trajcomp.engines.runners.together import merged_stats
 from trajcomp.engines.runners.workers import shares, worker_count
@@ -267,7 +267,7 @@ def test_a_worker_dying_with_no_row_fails_the_rows_the_others_hold(bpe_tokenizer
     only row in flight waits in worker 0 on a held call, and worker 1, idle, is killed."""
     from test_openai_summarizer import NO_KEY_ENV
 
-    from trajcomp.core.tokens import TokenCounter
+    from trajcomp.core.counting.tokens import TokenCounter
     from trajcomp.engines.runners.workers import WorkerDied, WorkerPool
 
     with ServerThread(latency=0.1) as server:
@@ -298,7 +298,7 @@ def test_workers_take_the_runs_folder_and_environment_not_the_fork_servers(bpe_t
     """In a long-lived process the fork server stays from one run to the next, with the folder and environment
     it started in: the next run's workers read a tokenizer named relative to the run's folder and send the
     key set since (as spawned workers did)."""
-    from trajcomp.core.tokens import TokenCounter
+    from trajcomp.core.counting.tokens import TokenCounter
     from trajcomp.engines.runners.fork_server import start_forking
     from trajcomp.engines.runners.workers import WorkerPool
 

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import typer
 
 from ..core.config import ConfigError
-from ..core.summarizer import summarizer_class
-from ..core.tokenizer_loading import TokenizerLoadError
-from ..core.tokens import TokenCounter
+from ..core.summary.summarizer import summarizer_class
+from ..core.counting.tokenizer_loading import TokenizerLoadError
+from ..core.counting.tokens import TokenCounter
 from ..reports.numbers import counted
 from . import options as opt
 from .errors import EXIT_FAILED, fail

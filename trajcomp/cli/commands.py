@@ -16,8 +16,8 @@ import typer
 from typer.exceptions import TyperException
 
 from ..core.config import ConfigError
-from ..core.tokenizer_loading import TokenizerLoadError
-from ..core.tokens import TokenCounter
+from ..core.counting.tokenizer_loading import TokenizerLoadError
+from ..core.counting.tokens import TokenCounter
 from ..version import __version__
 from . import options as opt
 from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_ROWS_FAILED, EXIT_TERMINATED, EXIT_USAGE, fail
@@ -190,7 +190,7 @@ def _dry_run(layout, options, counter, cfg, quiet: bool, as_json: bool) -> None:
 
 
 def _compress(layout, options, counter, cfg, quiet: bool, as_json: bool, html: bool, ray, staged) -> None:
-    from ..core.summarizer import SummaryPending
+    from ..core.summary.summarizer import SummaryPending
     from ..engines.parts.failures import SummarizerDown
     from ..engines.parts.manifest import DamagedPart
     from ..engines.runners.pipeline import Runner, build_rows
@@ -269,12 +269,12 @@ def _pages(report, layout, page: Path, counter, cfg) -> list[Path]:
     is left out, with a warning, when its rows cannot be read or paired: the run itself is done."""
     from ..engines.storage.remote import fetched, fetched_output
     from ..formats.base import InputError
-    from ..reports.markup import write_page
-    from ..reports.page import report_page
-    from ..reports.pairing import PairingError
-    from ..reports.rows import rows_page_path, run_views
-    from ..reports.rows_page import rows_page
-    from ..reports.runs import Run
+    from ..reports.html.markup import write_page
+    from ..reports.html.page import report_page
+    from ..reports.show.pairing import PairingError
+    from ..reports.show.rows import rows_page_path, run_views
+    from ..reports.show.rows_page import rows_page
+    from ..reports.show.runs import Run
 
     rows = rows_page_path(layout.report)
     try:  # inputs only listed, outputs Ray actors put straight into object storage: fetched for the page
@@ -342,10 +342,10 @@ def report_command(
     The page is inline SVG and CSS only (no script, nothing fetched): it opens from disk, offline,
     in light or dark mode. Reports of earlier trajcomp versions load too.
     """
-    from ..reports.markup import write_page
-    from ..reports.page import report_page
+    from ..reports.html.markup import write_page
+    from ..reports.html.page import report_page
     from ..reports.reading import load
-    from ..reports.rows import rows_page_path
+    from ..reports.show.rows import rows_page_path
     from ..reports.schema import NotAReport
 
     try:

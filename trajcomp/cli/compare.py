@@ -53,8 +53,8 @@ def compare(
     except NotAReport as exc:
         fail(str(exc))
     if html is not None:
-        from ..reports.markup import write_page
-        from ..reports.page import comparison_page
+        from ..reports.html.markup import write_page
+        from ..reports.html.page import comparison_page
 
         try:
             write_page(html, comparison_page(loaded, result))

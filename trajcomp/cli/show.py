@@ -10,8 +10,8 @@ from typing import Optional
 
 import typer
 
-from ..core.tokenizer_loading import TokenizerLoadError
-from ..core.tokens import TokenCounter
+from ..core.counting.tokenizer_loading import TokenizerLoadError
+from ..core.counting.tokens import TokenCounter
 from ..formats.base import InputError
 from .errors import EXIT_FAILED, fail
 
@@ -55,9 +55,9 @@ def show(
       why (a row still over the limit: {text, target, head_turns, head_tokens,
       tail_turns, tail_tokens, between_tokens, error}; else null).
     """
-    from ..reports.pairing import PairingError
-    from ..reports.rows import STATUS_CHOICES, Choice, NotFound, folder_views, views
-    from ..reports.runs import run_of
+    from ..reports.show.pairing import PairingError
+    from ..reports.show.rows import STATUS_CHOICES, Choice, NotFound, folder_views, views
+    from ..reports.show.runs import run_of
 
     if status is not None and status not in (*STATUS_CHOICES, "still_over"):
         fail(f"--status must be one of {', '.join(STATUS_CHOICES)}, got {status!r}")
@@ -83,7 +83,7 @@ def _folder_outputs(output: Path, inputs: bool, rows: bool) -> list[Path]:
     is one output); [] for a file. A run's report, a folder that holds no output, or a flag that needs
     one file with a folder, fails with what to give."""
     from ..formats import is_dataset_folder
-    from ..reports.runs import FOLDER_REPORT, folder_outputs, outputs_named
+    from ..reports.show.runs import FOLDER_REPORT, folder_outputs, outputs_named
 
     named = outputs_named(output)
     if named:
@@ -103,7 +103,7 @@ def _folder_outputs(output: Path, inputs: bool, rows: bool) -> list[Path]:
 
 
 def _counter(tokenizer: str | None, run, output: Path) -> TokenCounter:
-    from ..reports.runs import FOLDER_REPORT
+    from ..reports.show.runs import FOLDER_REPORT
 
     name = tokenizer or (run.config.tokenizer_name if run.report is not None else None)
     if name is None:
@@ -117,8 +117,8 @@ def _counter(tokenizer: str | None, run, output: Path) -> TokenCounter:
 
 def _print(shown, full: bool, as_json: bool, html: Path | None, output: Path) -> None:
     if html is not None:
-        from ..reports.markup import write_page
-        from ..reports.rows_page import rows_page
+        from ..reports.html.markup import write_page
+        from ..reports.show.rows_page import rows_page
 
         try:
             write_page(html, rows_page(shown, f"rows of {output.name}"))
@@ -128,7 +128,7 @@ def _print(shown, full: bool, as_json: bool, html: Path | None, output: Path) ->
     elif as_json:
         typer.echo(json.dumps([v.to_dict() for v in shown], indent=2, ensure_ascii=False))
     else:
-        from ..reports.row_text import render_rows
+        from ..reports.show.row_text import render_rows
 
         if not sys.stdout.isatty():
             typer.echo(render_rows(shown, full).plain, nl=False)

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from ..core.config import ConfigError, load_config
-from ..core.tokenizer_loading import TokenizerLoadError
-from ..core.tokens import TokenCounter
+from ..core.counting.tokenizer_loading import TokenizerLoadError
+from ..core.counting.tokens import TokenCounter
 from ..formats.base import InputError
 from . import options as opt
 from .errors import EXIT_FAILED, fail

@@ -10,23 +10,23 @@ import asyncio
 from dataclasses import replace
 from typing import Any, Sequence
 
-from . import compaction
-from .assembly import Assembler
+from .dialects import compaction
+from .summary.assembly import Assembler
 from .config import CompressionConfig
-from .fit import Floor, plain_floor
-from .frame import Chat
+from .planning.fit import Floor, plain_floor
+from .dialects.frame import Chat
 from .metrics import Outcome, RowMetrics, assistant_share
-from .passes import Attempt, Passes, plan_region, unchanged
-from .planner import Decision, Plan, PlanParams
-from .prune_fit import Pruned, Pruner, summary_avoided, with_pruning
+from .summary.passes import Attempt, Passes, plan_region, unchanged
+from .planning.planner import Decision, Plan, PlanParams
+from .planning.prune_fit import Pruned, Pruner, summary_avoided, with_pruning
 from .row_result import RowResult, SummaryExample  # noqa: F401  (named with the compressor)
-from .segment_rows import Walked, bought, input_marks, replay_metrics, segment_rows, with_lineage, with_stubs
-from .segments import Row, Segmenter
-from .rows import SHAREGPT, RowError, RowSchema, Turn
-from .sourcing import Sourcing
-from .summarizer import Summarizer, SummarizerUnavailable, SummaryPending
-from .token_rows import token_row
-from .tokens import Measured, TokenCounter, lengths_for
+from .segments.segment_rows import Walked, bought, input_marks, replay_metrics, segment_rows, with_lineage, with_stubs
+from .segments.segments import Row, Segmenter
+from .dialects.rows import SHAREGPT, RowError, RowSchema, Turn
+from .summary.sourcing import Sourcing
+from .summary.summarizer import Summarizer, SummarizerUnavailable, SummaryPending
+from .counting.token_rows import token_row
+from .counting.tokens import Measured, TokenCounter, lengths_for
 
 _UNCHANGED = {
     Decision.SKIPPED_UNDER_TARGET: Outcome.SKIPPED_UNDER_TARGET,
@@ -144,7 +144,7 @@ class TrajectoryCompressor:
         return None
 
     async def _segmented(self, row, adapter, native) -> RowResult:
-        """compression.segments: the row's segments (core/segments.py); a row under the target is one."""
+        """compression.segments: the row's segments (core/segments/segments.py); a row under the target is one."""
         turns = adapter.turns(native)
         target, field = self.config.target_max_tokens, self.config.segment_field
         measured = await self._measure(native, adapter, turns, costs_above=0)

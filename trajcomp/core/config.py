@@ -12,10 +12,10 @@ from typing import Any, Mapping
 import yaml
 
 from .config_layout import ALIASES, LAYOUT, SEGMENT_KEYS, key_of
-from .observations import resolve as resolve_observations
-from .rows import DEFAULT_ROLES, DIALECTS, ROLES
-from .stubs import style_problem
-from .summary_turn import DEFAULT_PREFIX, STYLES
+from .dialects.observations import resolve as resolve_observations
+from .dialects.rows import DEFAULT_ROLES, DIALECTS, ROLES
+from .planning.stubs import style_problem
+from .dialects.summary_turn import DEFAULT_PREFIX, STYLES
 
 
 class ConfigError(ValueError):
@@ -23,7 +23,7 @@ class ConfigError(ValueError):
 
 
 ON_FAILURE_CHOICES = ("keep", "extractive", "reject")
-# What happens to a row no rule can make fit (core/fit.py): written as it was, rejected, or shortened anyway.
+# What happens to a row no rule can make fit (core/planning/fit.py): written as it was, rejected, or shortened anyway.
 CANNOT_FIT_CHOICES = ("keep", "reject", "shorten")
 COUNT_MODES = ("turns", "chat_template")
 OUTPUT_ROWS = ("text", "tokens")
@@ -64,18 +64,18 @@ class CompressionConfig:
     count_mode: str = "turns"
     chat_roles: dict[str, str] = dataclasses.field(default_factory=lambda: dict(DEFAULT_CHAT_ROLES))
     max_passes: int = 3
-    # Old tool outputs become one-line stubs before any summary, as few as fit the row (core/pruning.py).
+    # Old tool outputs become one-line stubs before any summary, as few as fit the row (core/planning/pruning.py).
     prune: bool = False
     prune_min_chars: int = 200  # an output this long or shorter is never stubbed
-    prune_style: str = "hermes"  # hermes, swe-agent, openhands or template (core/stubs.py)
+    prune_style: str = "hermes"  # hermes, swe-agent, openhands or template (core/planning/stubs.py)
     prune_template: str | None = None
-    # Each row replayed as the live compactor lives it: one output row per segment (core/segments.py).
+    # Each row replayed as the live compactor lives it: one output row per segment (core/segments/segments.py).
     segments: bool = False
     summary_ratio: float = 0.0  # of the span a segment's summary replaces (0: summary_target_tokens)
     summary_min_tokens: int = 2000  # the ratio's budget at least...
     summary_max_tokens: int = 12000  # ...and at most
     tail_tokens: int = 0  # a segment's carried tail by tokens (0: protected_turns.last_n_turns turns)
-    # A row whose protected turns and smallest summary are over the target (core/fit.py), decided before
+    # A row whose protected turns and smallest summary are over the target (core/planning/fit.py), decided before
     # any summary: keep (as it was, no request), reject (to the rejects file) or shorten (summarized anyway).
     cannot_fit: str = "shorten"
     # protected_turns

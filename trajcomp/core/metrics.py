@@ -19,7 +19,7 @@ class Outcome(str, Enum):
     NO_NET_SAVINGS = "no_net_savings"  # the middle is no bigger than a summary would be
     SUMMARY_TOO_LONG = "summary_too_long"  # the summary would not have made the row shorter
     FAILED = "failed"  # no summary could be had; the row is as it was
-    CANNOT_FIT = "cannot_fit"  # no rule could make it fit (core/fit.py): as it was, no summary asked for
+    CANNOT_FIT = "cannot_fit"  # no rule could make it fit (core/planning/fit.py): as it was, no summary asked for
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ class RowMetrics:
     summaries: int = 0
     assistant_tokens: int = 0
     assistant_tokens_trained: int = 0
-    # Why no rule could make the row fit (core/fit.py Floor.to_dict: the turns, their tokens, how many
+    # Why no rule could make the row fit (core/planning/fit.py Floor.to_dict: the turns, their tokens, how many
     # over); None when some rule could, or the row fits.
     cannot_fit_reason: dict | None = None
     # The summaries bought for the row (its passes that got one) and the prompt and completion tokens

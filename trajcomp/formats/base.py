@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, Sequence
 
 from ..core import json_codec
-from ..core.rows import RowError
+from ..core.dialects.rows import RowError
 
 
 def json_text(value: Any) -> str:

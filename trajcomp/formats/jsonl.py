@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Sequence
 
 from ..core import json_codec
-from ..core.rows import RowError
+from ..core.dialects.rows import RowError
 from .base import AtomicFile, Format, PartWriter, Record, StreamPart, concat_files
 
 # JSON may escape half of a surrogate pair ("\ud800") that no UTF-8 file can hold: such a row

@@ -6,8 +6,8 @@ import hashlib
 from typing import Any
 
 from ..core import json_codec
-from ..core.summarizer import Summarizer, Summary, SummaryError, SummaryRequest  # noqa: F401  (public names)
-from ..core.summary_turn import DEFAULT_PREFIX as SUMMARY_PREFIX  # noqa: F401  (public name)
+from ..core.summary.summarizer import Summarizer, Summary, SummaryError, SummaryRequest  # noqa: F401  (public names)
+from ..core.dialects.summary_turn import DEFAULT_PREFIX as SUMMARY_PREFIX  # noqa: F401  (public name)
 
 
 def request_key(parts: dict[str, Any]) -> str:

@@ -15,11 +15,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from ..core.observations import output_of
-from ..core.outcome import STATUS_KEYS, error_line, failed, line_count, output_text
-from ..core.summary_turn import HANDOFF
-from ..core.text_calls import fenced_call, markup_calls, without_markup
-from ..core.turn import Turn
+from ..core.dialects.observations import output_of
+from ..core.dialects.outcome import STATUS_KEYS, error_line, failed, line_count, output_text
+from ..core.dialects.summary_turn import HANDOFF
+from ..core.dialects.text_calls import fenced_call, markup_calls, without_markup
+from ..core.dialects.turn import Turn
 from .base import Summarizer, Summary, SummaryError, SummaryRequest
 
 KEY_ARGS = ("command", "cmd", "path", "file_path", "file", "filename", "query", "q", "url", "pattern", "name")
@@ -27,7 +27,7 @@ TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
 TOOL_RESPONSE = re.compile(r"<tool_response>\s*(.*?)\s*</tool_response>", re.S)
 THINK = re.compile(r"<think>(.*?)</think>", re.S)
 DISCUSSION = re.compile(r"^\s*DISCUSSION\s*\n")  # SWE-agent's heading over the thought, no thought itself
-# A failed call is one whose output says so (core/outcome.py decides it, for the stubs too).
+# A failed call is one whose output says so (core/dialects/outcome.py decides it, for the stubs too).
 EXIT_TEXT = re.compile(r"exit(?:ed)?(?: with)?(?: code| status)?[:= ]+(-?\d+)", re.I)
 PATH = re.compile(r"(?<![\w/.:-])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+\.[A-Za-z0-9]{1,6}\b")
 IDENTIFIER = re.compile(r"\b[0-9a-f]{7,40}\b|\bv?\d+\.\d+\.\d+[\w.-]*|(?<![\w#])#\d{2,}\b")

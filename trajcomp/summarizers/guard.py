@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..core.tokens import TokenCounter
-from ..core.turn import Turn
+from ..core.counting.tokens import TokenCounter
+from ..core.dialects.turn import Turn
 
 MARKER = "\n[... {n} tokens left out ...]\n"
 MIN_KEPT = 48  # tokens of a turn always sent: its opening and closing lines say what it was

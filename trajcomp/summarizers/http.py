@@ -14,8 +14,8 @@ from typing import Any, Awaitable, Callable, Mapping
 
 import aiohttp
 
-from ..core.redact import one_line
-from ..core.summarizer import SummarizerUnavailable
+from ..core.summary.redact import one_line
+from ..core.summary.summarizer import SummarizerUnavailable
 from ..version import __version__
 
 RETRY_STATUSES = frozenset({408, 409, 429})  # and every 5xx

@@ -15,9 +15,9 @@ from typing import Any
 
 from ..core.config import ConfigError
 from ..core.metrics import nearest_rank
-from ..core.redact import redact
-from ..core.summary_turn import DEFAULT_PREFIX, HANDOFF, PROSE, strip_prefix
-from ..core.tokens import TokenCounter
+from ..core.summary.redact import redact
+from ..core.dialects.summary_turn import DEFAULT_PREFIX, HANDOFF, PROSE, strip_prefix
+from ..core.counting.tokens import TokenCounter
 from .base import Summarizer, Summary, SummaryError, SummaryRequest, request_key
 from .checks import CHECK_FAILED, Checks, failed_check
 from .guard import fit_turns

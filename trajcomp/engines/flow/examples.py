@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.row_result import SummaryExample
-from ...core.rows import RowSchema
+from ...core.dialects.rows import RowSchema
 
 # A chat request's roles -> the planner's, which each dialect's adapter names in its own words.
 _ROLES = {"system": "system", "user": "human", "assistant": "gpt"}

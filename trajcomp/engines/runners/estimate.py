@@ -10,10 +10,10 @@ from itertools import islice
 from typing import TYPE_CHECKING, Iterable, Iterator
 
 from ...core.metrics import distribution
-from ...core.planner import Decision, Plan, PlanParams, plan
-from ...core.prune_fit import Pruned, Pruner, kept_and_saved, summary_avoided
-from ...core.rows import RowError, RowSchema
-from ...core.tokens import Measured, TokenCounter, lengths_for
+from ...core.planning.planner import Decision, Plan, PlanParams, plan
+from ...core.planning.prune_fit import Pruned, Pruner, kept_and_saved, summary_avoided
+from ...core.dialects.rows import RowError, RowSchema
+from ...core.counting.tokens import Measured, TokenCounter, lengths_for
 from ...formats import Record, format_for
 from ...formats.base import read_checked
 from ...reports.build import lengths

@@ -16,8 +16,8 @@ import signal
 from contextlib import contextmanager
 
 from ...core.config import CompressionConfig
-from ...core.summarizer import summarizer_module
-from ...core.tokenizer_loading import quiet_transformers
+from ...core.summary.summarizer import summarizer_module
+from ...core.counting.tokenizer_loading import quiet_transformers
 
 # What the fork server imports once for every worker (forking()): the row core and the run's summarizer;
 # transformers' tokenizer loader (its import scans the whole library, ~1-2 s) only for workers that load

@@ -27,7 +27,7 @@ import pyarrow as pa
 from ...core.compressor import RowResult, TrajectoryCompressor
 from ...core.config import CompressionConfig, as_config
 from ...core.metrics import Outcome
-from ...core.tokens import TokenCounter
+from ...core.counting.tokens import TokenCounter
 from ...formats.arrow_rows import METRICS, METRICS_TYPE
 from .workers import build_core
 

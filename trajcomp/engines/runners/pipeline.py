@@ -23,7 +23,7 @@ from typing import Any
 from ...core.compressor import TrajectoryCompressor
 from ...core.config import CompressionConfig
 from ...core.metrics import Aggregate
-from ...core.summarizer import SummarizerUnavailable
+from ...core.summary.summarizer import SummarizerUnavailable
 from ...formats import Record, format_for, identity
 from ...formats.base import InputError, input_schema, read_checked, write_json
 from ...reports.schema import Batches, Report

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ...core.compressor import RowResult, TrajectoryCompressor
-from ...core.tokens import TokenCounter
+from ...core.counting.tokens import TokenCounter
 from ...summarizers import make_summarizer
 
 

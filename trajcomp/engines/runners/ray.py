@@ -24,8 +24,8 @@ import ray
 
 from ...core.compressor import RowResult, TrajectoryCompressor
 from ...core.config import CompressionConfig, ConfigError, as_config
-from ...core.redact import one_line
-from ...core.tokens import TokenCounter
+from ...core.summary.redact import one_line
+from ...core.counting.tokens import TokenCounter
 from ...formats import identity
 from ...formats.arrow_rows import batch_rows, to_table
 from ..flow.progress import warn

@@ -33,10 +33,10 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Callable
 
-from ...core.batching import usable_cores
+from ...core.counting.batching import usable_cores
 from ...core.compressor import TrajectoryCompressor
 from ...core.config import CompressionConfig, ConfigError
-from ...core.tokens import PortableCounter, TokenCounter
+from ...core.counting.tokens import PortableCounter, TokenCounter
 from ...summarizers import make_summarizer
 from ..parts.work import Asks, perform
 from ..summaries.batch_answers import BatchAnswered

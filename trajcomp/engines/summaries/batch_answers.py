@@ -14,7 +14,7 @@ import asyncio
 from collections import Counter
 from typing import Any
 
-from ...core.summarizer import Summarizer, Summary, SummaryError, SummaryPending, SummaryRequest
+from ...core.summary.summarizer import Summarizer, Summary, SummaryError, SummaryPending, SummaryRequest
 from .cache import ObjectCache, SummaryCache, answered, checks_of
 
 

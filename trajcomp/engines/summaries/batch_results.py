@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ...core import json_codec
-from ...core.redact import one_line
+from ...core.summary.redact import one_line
 
 KEY = re.compile(r"[0-9a-f]{64}")  # a request key (summarizers.base.request_key): nothing else is trajcomp's
 

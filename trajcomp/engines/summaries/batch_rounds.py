@@ -27,7 +27,7 @@ from typing import Any, AsyncIterator, Callable
 
 from ...core import json_codec
 from ...core.compressor import RowResult
-from ...core.summarizer import SummaryPending
+from ...core.summary.summarizer import SummaryPending
 from ...formats import format_for
 from ...formats.base import AtomicFile, read_checked, write_json
 from ...reports.schema import Batches

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core import json_codec
-from ...core.summarizer import Summarizer, Summary, SummaryRequest
+from ...core.summary.summarizer import Summarizer, Summary, SummaryRequest
 from ...summarizers.checks import CHECK_FAILED
 from ..storage.remote import is_uri, open_uri
 
