@@ -1,7 +1,8 @@
 """The fast identifier scan (trajcomp/core/summary/identifier_kinds.py) finds exactly what the plain regex passes found.
 
 `_Oracle` below holds the patterns and logic of identifiers.py before the speed work (commit d372076): one
-`re.sub` pass per kind over the whole text. The tests compare the module with it, identifier for
+`re.sub` pass per kind over the whole text; its `extract` also states the later order (44b99e0): names
+before bare numbers. The tests compare the module with it, identifier for
 identifier and in order, on every turn of the sample data and on generated texts that crowd
 together the characters where the two could differ (run edges, `<`, word boundaries, unicode
 digits and spaces, unclosed and nested tool blocks).
@@ -25,7 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 class _Oracle:
-    """identifiers.extract and its helpers as they were (copied, not imported)."""
+    """identifiers.extract and its helpers as they were (copied, not imported), with extract's order since
+    44b99e0 written out on its own: names first, then bare numbers, each group most recent first."""
 
     URL = re.compile(r"\bhttps?://[^\s\"'<>`()\[\]{}]+")
     PATH = re.compile(
@@ -45,14 +47,18 @@ class _Oracle:
     MAX_ARGUMENT_CHARS = 80
     _PATTERNS = (URL, PATH, UUID, HEX, ERROR_NAME, NUMBER)
     _TRAILING = ".,;:!?"
+    BARE_NUMBER = re.compile(r"\d{3,}(?:\.\d+)?")  # the whole identifier: digits, maybe a fraction
 
     @classmethod
     def extract(cls, turns):
-        seen: dict[str, None] = {}
+        latest_first: list[str] = []
         for turn in reversed(list(turns)):
             for ident in reversed(cls._in_text(turn.text)):
-                seen.setdefault(ident, None)
-        return list(seen)
+                if ident not in latest_first:
+                    latest_first.append(ident)
+        names = [ident for ident in latest_first if not cls.BARE_NUMBER.fullmatch(ident)]
+        numbers = [ident for ident in latest_first if cls.BARE_NUMBER.fullmatch(ident)]
+        return names + numbers
 
     @classmethod
     def _in_text(cls, text):
