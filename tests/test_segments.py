@@ -101,7 +101,7 @@ def check(row, result, cfg, counter: TokenCounter = COUNTER) -> None:
     native = fmt.native_turns(row)
     gpt_in = [t for t, v in zip(native, fmt.turns(native)) if v.role == "gpt"]
     trained, n = [], len(result.rows)
-    if n == 1 and "cannot_fit_reason" in result.rows[0]["compression_metrics"]:  # no segment could fit (core/planning/fit.py):
+    if n == 1 and result.rows[0]["compression_metrics"].get("cannot_fit_reason"):  # no segment could fit (core/planning/fit.py):
         m = result.rows[0]["compression_metrics"]  # one row, never cut, shortened whole (cannot_fit: shorten)
         assert result.rows[0]["segment"] == {"index": 0, "count": 1} and m["cannot_fit"] and m["still_over_limit"]
         assert m["cannot_fit_reason"]["over_by"] > 0

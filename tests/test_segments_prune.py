@@ -76,7 +76,7 @@ def over_target(rows, mode: str, prune: bool) -> tuple[int, int, int]:
                 over += 1
                 m = o["compression_metrics"]  # a row no segment could fit is one row, never cut (core/planning/fit.py)
                 assert m.get("segment_cannot_fit") or m["cannot_fit_reason"]["over_by"] > 0, row.get("id")
-                assert "cannot_fit_reason" in m or unavoidable(o, fmt.native_turns(row), fmt, cfg, COUNTER), row.get("id")
+                assert m.get("cannot_fit_reason") is not None or unavoidable(o, fmt.native_turns(row), fmt, cfg, COUNTER), row.get("id")
         out, summaries = out + len(result.rows), summaries + result.metrics.summaries
     return over, out, summaries
 

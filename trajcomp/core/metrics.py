@@ -131,11 +131,11 @@ class RowMetrics:
             "human_turns_cut": self.human_turns_cut,
             "assistant_tokens_kept": self.assistant_tokens_kept,
             "status": self.status,
+            # None when the row can fit: a key of every row, as one Arrow type (Parquet, datasets) holds it.
+            "cannot_fit_reason": self.cannot_fit_reason,
         }
         if self.summary_checks_failed:  # only then: rows of runs with no failed check keep their bytes
             out["summary_checks_failed"] = list(self.summary_checks_failed)
-        if self.cannot_fit_reason is not None:  # only then: rows that can fit keep their bytes
-            out["cannot_fit_reason"] = self.cannot_fit_reason
         if self.pruned_outputs is not None:  # only with compression.prune: rows without it keep their bytes
             out.update(pruned_outputs=self.pruned_outputs, deduplicated_outputs=self.deduplicated_outputs,
                        pruned_tokens=self.pruned_tokens)

@@ -20,6 +20,15 @@ CONVERSATIONS_TYPE = pa.list_(TURN_TYPE)
 REGION_TYPE = pa.struct(
     [pa.field("start_idx", pa.int64()), pa.field("end_idx", pa.int64()), pa.field("turns_count", pa.int64())]
 )
+FLOOR_TYPE = pa.struct(
+    [
+        pa.field("turns", pa.list_(pa.list_(pa.int64()))),
+        pa.field("turn_tokens", pa.int64()),
+        pa.field("summary_tokens", pa.int64()),
+        pa.field("tokens", pa.int64()),
+        pa.field("over_by", pa.int64()),
+    ]
+)
 # The `compression_metrics` object of RowMetrics.to_dict(), field for field, in the same order.
 METRICS_TYPE = pa.struct(
     [
@@ -45,6 +54,7 @@ METRICS_TYPE = pa.struct(
         pa.field("human_turns_cut", pa.int64()),
         pa.field("assistant_tokens_kept", pa.float64()),  # null when the row has no assistant tokens
         pa.field("status", pa.string()),
+        pa.field("cannot_fit_reason", FLOOR_TYPE),  # null when the row can fit (core/fit.py Floor.to_dict)
     ]
 )
 
