@@ -67,9 +67,9 @@ def test_every_shape_compresses_keeping_rows_fields_calls_and_the_task(tmp_path,
     rejects = read_jsonl(out / "rejects.jsonl") if (out / "rejects.jsonl").exists() else []
     assert all(r["reason"] and r["detail"] for r in rejects)
     reasons = {(Path(r["source"]).stem, json.loads(r["raw"])["id"]): r["reason"] for r in rejects}
-    # Known now: Qwen3's template cannot render content given as a list of parts (it adds the content to a
-    # string), so in chat_template mode that row is rejected, with its reason. The count branch may fix it.
-    known = {("openhands_sdk", "oh-sdk-0"): "internal_error"} if count_mode == "chat_template" else {}
+    # Qwen3's template cannot render content given as a list of parts (it adds the content to a string), nor
+    # can a trainer with it: in chat_template mode that row is rejected as template_error, named.
+    known = {("openhands_sdk", "oh-sdk-0"): "template_error"} if count_mode == "chat_template" else {}
     assert reasons == known
     for shape in SHAPES:
         rows = read_jsonl(FIXTURES / f"{shape}.jsonl")

@@ -115,6 +115,8 @@ class TrajectoryCompressor:
             turns, metrics, kept = await self._compress_turns(native, adapter)
         except (SummaryPending, SummarizerUnavailable):  # batch mode's wait, or a dead endpoint: the engine's
             raise
+        except RowError as exc:  # found while counting (a chat template that cannot render the row)
+            return RowResult.reject(exc.reason, exc.detail)
         except Exception as exc:  # one row's surprise must not stop a run of a million: reject it, named
             return RowResult.reject("internal_error", f"{type(exc).__name__}: {exc}")
         return self._one_row(row, adapter, native, turns, metrics, kept=kept)

@@ -22,6 +22,7 @@ from typing import Any, Sequence
 from .batching import BATCHES_AT_ONCE, ENCODE_CHARS, MAX_CHARS, CoalescingCounter, counting_threads, split_by_chars
 from .count_cache import CountCache
 from ..dialects.frame import frame_of_messages, parts
+from ..dialects.turn import RowError
 from .split_tokens import Pieces, SplitTokens
 from .template_spans import spans
 from .tokenizer_loading import TokenizerLoadError, load, read_template
@@ -133,7 +134,12 @@ class TokenCounter:
         """The chat template's text for `messages`, with no generation prompt (as SFT trainers render rows);
         a Chat's frame with them: its system prompt first, its tools as `tools=` (frame.py)."""
         every, tools = parts(messages)
-        return self._tokenizer.apply_chat_template(every, tools=tools, tokenize=False, add_generation_prompt=False)
+        try:
+            return self._tokenizer.apply_chat_template(every, tools=tools, tokenize=False, add_generation_prompt=False)
+        except Exception as exc:  # the template's own error (Jinja's, or Python's inside it, as Qwen3's on content
+            # given as parts): the trainer's rendering fails the same way, so it is the row's reason
+            raise RowError("template_error", f"the chat template cannot render the row: "
+                                             f"{type(exc).__name__}: {exc}") from None
 
     def encode(self, texts: Sequence[str]) -> list[Any]:
         """Encodings (ids and character offsets) of `texts`, no special tokens added, in one batched call."""
