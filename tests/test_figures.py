@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
+
 from conftest import DEMO_TOKENIZER, read_jsonl, run_cli, write_jsonl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -162,3 +164,30 @@ def test_dry_run_with_segments_predicts_the_runs_rows_out_and_summaries(tmp_path
     stats = run_cli("stats", str(data), *flags, "--json")
     assert stats.code == 0, stats.stderr
     assert json.loads(stats.stdout)["rows_out"] == len(out)
+
+
+@pytest.mark.parametrize("segments", [[], ["--segments"]], ids=["plain", "segments"])
+def test_the_dry_run_predicts_the_run_where_some_rows_cannot_fit(segments, tmp_path):
+    """Under each compression.cannot_fit, the dry run predicts the run's rows written, summaries and rejects,
+    on rows of which one cannot fit (its system prompt alone is over the target) and one fits after a summary."""
+    rows = [row_of([SMALL] * 12, 1), row_of([SMALL] * 12, 2, system_words=TARGET), row_of([SMALL] * 2, 3)]
+    data = write_jsonl(tmp_path / "rows.jsonl", rows)
+    for cannot_fit in ("keep", "reject", "shorten"):
+        flags = ["--tokenizer", str(DEMO_TOKENIZER), "--target-max-tokens", str(TARGET), "--summary-target-tokens",
+                 str(SUMMARY), "--protect-last-n", "1", "--cannot-fit", cannot_fit, "--no-cache", *segments]
+        dry = run_cli("compress", str(data), "-o", str(tmp_path / "dry.jsonl"), *flags, "--dry-run", "--json")
+        assert dry.code == 0, dry.stderr
+        planned = json.loads(dry.stdout)
+        run = run_cli("compress", str(data), "-o", str(tmp_path / f"{cannot_fit}.jsonl"), *flags, "-q")
+        assert run.code == 0, run.stderr
+        report = json.loads((tmp_path / f"{cannot_fit}_metrics.json").read_text())
+        out = read_jsonl(tmp_path / f"{cannot_fit}.jsonl")
+        assert planned["reject_reasons"] == report["rows"]["reject_reasons"], cannot_fit
+        assert planned["reject_reasons"] == ({"cannot_fit": 1} if cannot_fit == "reject" else {})
+        assert planned["would_stay_over_target"] == sum(length(o) > TARGET for o in out), cannot_fit
+        if segments:
+            assert planned["rows_out"] == len(out) and planned["summaries"] == report["segments"]["summaries"]
+            continue
+        summarized = sum(o["compression_metrics"]["passes"] > 0 for o in out)  # one pass each on these rows
+        assert planned["rows"] - planned["rows_rejected"] == len(out), cannot_fit
+        assert planned["summarizer_calls_needed"] == summarized == (2 if cannot_fit == "shorten" else 1), cannot_fit

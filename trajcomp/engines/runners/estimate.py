@@ -10,6 +10,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Iterable, Iterator
 
 from ...core.metrics import distribution
+from ...core.planning.fit import plain_floor
 from ...core.planning.planner import Decision, Plan, PlanParams, plan
 from ...core.planning.prune_fit import Pruned, Pruner, kept_and_saved, summary_avoided
 from ...core.dialects.rows import RowError, RowSchema
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from .preview import Previewed
 
 BATCH_ROWS = 256  # rows counted per call to the tokenizer
+CANNOT_FIT = "cannot_fit"  # the decision for a row no rule can make fit, kept or rejected with no summary
 
 
 @dataclass
@@ -35,7 +37,8 @@ class Estimate:
     rejects: Counter = field(default_factory=Counter)
     not_taken: Counter = field(default_factory=Counter)
     before: array = field(default_factory=lambda: array("q"))
-    after: array = field(default_factory=lambda: array("q"))
+    after: array = field(default_factory=lambda: array("q"))  # the rows written: none for a rejected row
+    fit: int = 0  # rows over the target that would be under it
     files: list[FileRows] = field(default_factory=list)
     pruning: Pruning | None = None  # with compression.prune
     previewed: Previewed | None = None  # with compression.segments: the rows the run would write (preview.py)
@@ -45,7 +48,18 @@ class Estimate:
         self.decisions[decision.value] += 1
         self.before.append(total)
         saved = region_tokens - self.params.summary_tokens if decision is Decision.COMPRESS else 0
-        self.after.append((total if pruned_total is None else pruned_total) - saved)
+        self.after.append(after := (total if pruned_total is None else pruned_total) - saved)
+        self.fit += total > self.params.target_max_tokens >= after
+
+    def add_cannot_fit(self, total: int, decision: Decision, rejected: bool) -> None:
+        """A row no rule can make fit, as compression.cannot_fit keeps it (as it was) or rejects it: no summary;
+        its decision is the plan's unless that was to compress (as the run names its outcome)."""
+        self.decisions[CANNOT_FIT if decision is Decision.COMPRESS else decision.value] += 1
+        self.before.append(total)
+        if rejected:
+            self.rejects[CANNOT_FIT] += 1
+        else:
+            self.after.append(total)
 
     def add_pruned(self, measured: Measured, pruned: Pruned, before: Plan, after: Plan) -> None:
         """A pruned row: its stubs outside the region still planned (`after`), and whether a summary was avoided."""
@@ -76,10 +90,9 @@ class Estimate:
             rows_not_sampled=self.not_taken["not_sampled"] if with_not_taken else None,
             rows_other_shards=self.not_taken["other_shards"] if with_not_taken else None,
             over_target=sum(1 for t in self.before if t > p.target_max_tokens),
-            would_fit_after_compression=sum(1 for b, a in zip(self.before, self.after) if b > p.target_max_tokens >= a)
-            if seen is None else seen.fit,
+            would_fit_after_compression=self.fit if seen is None else seen.fit,
             would_stay_over_target=sum(1 for a in after if a > p.target_max_tokens),
-            decisions={d.value: self.decisions[d.value] for d in Decision},
+            decisions={d: self.decisions[d] for d in [*(d.value for d in Decision), CANNOT_FIT]},
             summarizer_calls_needed=calls,
             summary_tokens_needed=calls * self.summary_target_tokens,
             tokens_before=Percentiles(**distribution(self.before)),
@@ -105,19 +118,26 @@ def estimate(files: Iterable[FileJob], selection: Selection, counter: TokenCount
     previewer = Previewer(cfg, counter) if cfg.segments else None
     if previewer is not None:
         result.previewed = Previewed()
+    # with segments, the previewer's own row core decides the rows that cannot fit (and rejects them)
+    whole = None if previewer is not None or cfg.cannot_fit == "shorten" else cfg
     for chunk in _chunks(_valid_rows(files, selection, result, schema), BATCH_ROWS):
         for row, measured in zip(chunk, _measures(chunk, lengths, cfg)):
-            _plan_row(result, pruner, row, measured)
+            _plan_row(result, pruner, row, measured, whole)
         if previewer is not None:  # the rows the run would write, cut by its own row core
             previewer.add(result.previewed, [row for *_, row in chunk])
     return result
 
 
-def _plan_row(result: Estimate, pruner: Pruner | None, row: tuple, measured: Measured) -> None:
-    """The row planned as compress would plan it: after its stubs, with compression.prune."""
+def _plan_row(result: Estimate, pruner: Pruner | None, row: tuple, measured: Measured, whole=None) -> None:
+    """The row planned as compress would plan it: after its stubs, with compression.prune; a row no rule can
+    make fit decided first, as the run decides it (`whole`: the config, when compression.cannot_fit keeps or
+    rejects such a row)."""
     turns, adapter, native, _ = row
     roles, params = [t.role for t in turns], replace(result.params, alternation=adapter.alternation)
     p = _plan(roles, measured, params)
+    if whole is not None and _cannot_fit(turns, adapter, measured, result.params, whole):
+        result.add_cannot_fit(p.total_tokens, p.decision, rejected=whole.cannot_fit == "reject")
+        return
     pruned = None
     if pruner is not None and p.decision is not Decision.SKIPPED_UNDER_TARGET:
         pruned = pruner.fit_here(native, adapter, turns, measured)
@@ -127,6 +147,14 @@ def _plan_row(result: Estimate, pruner: Pruner | None, row: tuple, measured: Mea
     now = _plan(roles, pruned.measured, params)
     result.add(p.total_tokens, now.decision, now.region_tokens, now.total_tokens)
     result.add_pruned(measured, pruned, p, now)
+
+
+def _cannot_fit(turns, adapter, measured: Measured, params: PlanParams, cfg) -> bool:
+    """Whether the run's plain floor (core/planning/fit.py) is over the target, as compress decides it."""
+    if measured.costs is None or measured.total <= params.target_max_tokens:
+        return False
+    return plain_floor(turns, measured.costs, measured.overhead, params, adapter.alternation,
+                       cfg.summary_prefix) is not None
 
 
 def _plan(roles: list[str], measured: Measured, params: PlanParams) -> Plan:
