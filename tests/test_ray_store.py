@@ -149,7 +149,7 @@ def store_killed(s3, hidden, cluster, tmp_path_factory):  # noqa: F811 (the fixt
     put(fs, f"{home}/data.jsonl", src.read_bytes())
     tok = SAMPLES / "demo_tokenizer"
     ray_flags = ("--no-cache", "--engine", "ray", "--ray-address", cluster)
-    with ServerThread(latency=0.15) as server, pytest.MonkeyPatch.context() as patch:
+    with ServerThread(latency=0.15) as server:
         ref = tmp / "ref" / "out.jsonl"
         assert run_cli(*resume_args(src, ref, tok, server.base_url, "--no-cache")).code == 0
         argv = resume_args(f"s3://{home}/data.jsonl", f"s3://{home}/out.jsonl", tok, server.base_url, *ray_flags,
@@ -166,8 +166,9 @@ def store_killed(s3, hidden, cluster, tmp_path_factory):  # noqa: F811 (the fixt
         proc.wait()
         here = [p.name for p in stage.rglob("file-00000/*") if not p.name.startswith(".")]  # but a checkpoint half-written
         assert here and all(name.endswith(".done.json") for name in here)  # the driver holds no part
-        patch.setenv("TRAJCOMP_STAGE_DIR", str(stage))
-        assert not remote.input_stage(f"s3://{home}/data.jsonl").exists()  # nor the input
+        with pytest.MonkeyPatch.context() as patch:  # for this check only: the module's other runs have their own
+            patch.setenv("TRAJCOMP_STAGE_DIR", str(stage))
+            assert not remote.input_stage(f"s3://{home}/data.jsonl").exists()  # nor the input
         time.sleep(2)  # Ray ends a dead driver's actors
         # Checkpoints the driver committed but had not yet put in the store when it was killed (on a busy
         # machine the kill can land between the two): lost on their way, each may rightly be warned about
