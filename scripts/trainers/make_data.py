@@ -26,7 +26,7 @@ def compress(src: Path, out: Path, *flags: str) -> None:
     if done.returncode not in (0, 1):  # 1: every row rejected (plain token rows over the target): no output
         raise SystemExit(f"trajcomp compress failed ({done.returncode}): {' '.join(args)}")
     if done.returncode == 1:
-        print(f"make_data: {out.name} is empty, as the checks then say (no row fits as tokens without --segments)")
+        print(f"make_data: trajcomp wrote no row to {out.name}, all rejected (the checks report it)")
 
 
 def main(out: Path) -> None:
