@@ -60,12 +60,13 @@ def test_s3_in_and_out_writes_what_a_local_path_run_writes(s3, tmp_path, engine)
                                              ("in.jsonl", "out.jsonl", "out_metrics.html", "out_metrics.json",
                                               "out_rejects.jsonl", "out_rows.html")]  # and nothing under a hidden name
     assert get(fs, f"bucket/{engine}/out.jsonl") == (tmp_path / "out.jsonl").read_bytes()
-    clean = run_cli("compress", f"s3://bucket/{engine}/out.jsonl", "-c", str(CONFIG), "-o",
-                    f"s3://bucket/{engine}/out_again.jsonl", "-q", env=env)  # no rejects this time
-    put(fs, f"bucket/{engine}/out_again_rejects.jsonl", b"stale\n")
-    assert run_cli("compress", f"s3://bucket/{engine}/out.jsonl", "-c", str(CONFIG), "-o",
-                   f"s3://bucket/{engine}/out_again.jsonl", "-q", env=env).code == clean.code == 0
-    assert f"bucket/{engine}/out_again_rejects.jsonl" not in keys(fs, f"bucket/{engine}")  # a stale one is removed
+    if engine == "local":  # runs without --engine: the same for either case, so once
+        clean = run_cli("compress", f"s3://bucket/{engine}/out.jsonl", "-c", str(CONFIG), "-o",
+                        f"s3://bucket/{engine}/out_again.jsonl", "-q", env=env)  # no rejects this time
+        put(fs, f"bucket/{engine}/out_again_rejects.jsonl", b"stale\n")
+        assert run_cli("compress", f"s3://bucket/{engine}/out.jsonl", "-c", str(CONFIG), "-o",
+                       f"s3://bucket/{engine}/out_again.jsonl", "-q", env=env).code == clean.code == 0
+        assert f"bucket/{engine}/out_again_rejects.jsonl" not in keys(fs, f"bucket/{engine}")  # a stale one is removed
     rejects = [json.loads(line) for line in get(fs, f"bucket/{engine}/out_rejects.jsonl").splitlines()]
     assert [r["source"] for r in rejects] == [f"s3://bucket/{engine}/in.jsonl"] * 2  # named as given, not the stage
     expected = [{**r, "source": "x"} for r in read_jsonl(tmp_path / "out_rejects.jsonl")]

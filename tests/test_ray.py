@@ -247,11 +247,10 @@ def test_driver_killed_then_a_part_damaged_resumes_to_the_same_bytes_paying_no_s
     assert k.out.read_bytes() == k.ref.read_bytes()
 
 
-def test_an_actor_killed_mid_run_loses_and_duplicates_no_row(cluster, bpe_tokenizer, tmp_path):
-    src = write_jsonl(tmp_path / "data.jsonl", [hermes_row(i) for i in range(18)])
+def test_an_actor_killed_mid_run_loses_and_duplicates_no_row(ray_killed, cluster, bpe_tokenizer, tmp_path):
+    """The input and reference run of ray_killed; a slower endpoint, so that the kill lands mid-run."""
+    src, ref = ray_killed.src, ray_killed.ref
     with ServerThread(latency=0.3) as server:
-        ref = tmp_path / "ref" / "out.jsonl"
-        assert run_cli(*resume_args(src, ref, bpe_tokenizer, server.base_url, "--no-cache")).code == 0
         out = tmp_path / "run" / "out.jsonl"
         proc = start(resume_args(src, out, bpe_tokenizer, server.base_url, "--engine", "ray", "--ray-address", cluster))
         wait_for_parts(out, 1, proc)

@@ -13,11 +13,13 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -134,24 +136,21 @@ def test_actors_take_whole_parts_through_the_store_and_the_driver_holds_no_part(
     assert report["rows"] == json.loads((tmp_path / "out" / "compression_metrics.json").read_text())["rows"]
 
 
-# An overwritten part (its size kept) is left to test_checked_parts.py: the part check is the same in every engine.
-@pytest.mark.parametrize("damage", [truncate, "delete", "checkpoint_lost", "rejects_truncated"])
-def test_a_driver_killed_then_a_part_damaged_in_the_store_resumes_to_the_same_bytes(s3, hidden, cluster, tmp_path,  # noqa: F811
-                                                                                  damage, monkeypatch):
-    """SIGKILL after 2 parts, then a committed part torn or deleted in the store (its
-    checkpoint kept), its checkpoint lost on its way there (the driver's copy kept), or its rejects
-    torn (fetched by the driver, found damaged; the part's new copy must not be replaced by it): the
-    same command warns naming it, computes it again and writes the bytes of an uninterrupted run."""
+@pytest.fixture(scope="module")
+def store_killed(s3, hidden, cluster, tmp_path_factory):  # noqa: F811 (the fixture)
+    """A reference run on one process, and what a Ray run (input and output in the store) left in the store
+    and in its driver's stage when the driver was killed with SIGKILL after 2 parts: taken once, put back
+    before each damage (`restore`), as test_ray.py's ray_killed does for a local folder."""
     fs, env = s3
-    home = f"bucket/killed-{getattr(damage, '__name__', damage)}"
-    stage = hidden / f"stage-{home.rsplit('-', 1)[1]}"  # this run's own
+    tmp = tmp_path_factory.mktemp("store_killed")
+    home, stage = "bucket/killed", hidden / "stage-killed"
     rows = [hermes_row(i) for i in range(18)]
-    src = write_jsonl(tmp_path / "data.jsonl", [*rows[:4], "{not json", *rows[4:]])  # part 1 rejects a line
+    src = write_jsonl(tmp / "data.jsonl", [*rows[:4], "{not json", *rows[4:]])  # part 1 rejects a line
     put(fs, f"{home}/data.jsonl", src.read_bytes())
     tok = SAMPLES / "demo_tokenizer"
     ray_flags = ("--no-cache", "--engine", "ray", "--ray-address", cluster)
     with ServerThread(latency=0.15) as server:
-        ref = tmp_path / "ref" / "out.jsonl"
+        ref = tmp / "ref" / "out.jsonl"
         assert run_cli(*resume_args(src, ref, tok, server.base_url, "--no-cache")).code == 0
         argv = resume_args(f"s3://{home}/data.jsonl", f"s3://{home}/out.jsonl", tok, server.base_url, *ray_flags,
                            "--html")  # the page of rows then reads (fetches) the input and output
@@ -167,8 +166,9 @@ def test_a_driver_killed_then_a_part_damaged_in_the_store_resumes_to_the_same_by
         proc.wait()
         here = [p.name for p in stage.rglob("file-00000/*") if not p.name.startswith(".")]  # but a checkpoint half-written
         assert here and all(name.endswith(".done.json") for name in here)  # the driver holds no part
-        monkeypatch.setenv("TRAJCOMP_STAGE_DIR", str(stage))
-        assert not remote.input_stage(f"s3://{home}/data.jsonl").exists()  # nor the input
+        with pytest.MonkeyPatch.context() as patch:  # for this check only: the module's other runs have their own
+            patch.setenv("TRAJCOMP_STAGE_DIR", str(stage))
+            assert not remote.input_stage(f"s3://{home}/data.jsonl").exists()  # nor the input
         time.sleep(2)  # Ray ends a dead driver's actors
         # Checkpoints the driver committed but had not yet put in the store when it was killed (on a busy
         # machine the kill can land between the two): lost on their way, each may rightly be warned about
@@ -176,33 +176,62 @@ def test_a_driver_killed_then_a_part_damaged_in_the_store_resumes_to_the_same_by
         stored = {k.rsplit("/", 1)[1] for k in keys(fs, home) if "/file-00000/" in k}
         in_flight = sorted(set(here) - stored)
         thaw(server)
-        (part,) = [k for k in keys(fs, home) if k.endswith("/file-00000/part-000001.jsonl")]
-        spoil = truncate if damage == "rejects_truncated" else damage
-        if damage == "rejects_truncated":
-            part = part.removesuffix(".jsonl") + ".rejects.jsonl"
-        if damage == "delete":
-            fs.delete_file(part)
-        elif damage == "checkpoint_lost":
-            fs.delete_file(part.removesuffix(".jsonl") + ".done.json")
-        else:
-            local = tmp_path / "part"
-            local.write_bytes(get(fs, part))
-            spoil(local)
-            put(fs, part, local.read_bytes())
-        again = run_cli(*argv, env=_driver_env(env, stage))
+        # The input is left as it is: put again, its modification time would make the resume refuse it.
+        objects = {k: get(fs, k) for k in keys(fs, home) if k != f"{home}/data.jsonl"}
+        shutil.copytree(stage, tmp / "stage")
+
+        def restore() -> None:
+            """The store's objects under `home` and the driver's stage as the kill left them."""
+            for k in keys(fs, home):
+                if k != f"{home}/data.jsonl":
+                    fs.delete_file(k)
+            for k, data in objects.items():
+                put(fs, k, data)
+            shutil.rmtree(stage)
+            shutil.copytree(tmp / "stage", stage)
+
+        yield SimpleNamespace(home=home, src=src, ref=ref, argv=argv, stage=stage, in_flight=in_flight,
+                              restore=restore)
+
+
+# An overwritten part (its size kept) is left to test_checked_parts.py: the part check is the same in every engine.
+@pytest.mark.parametrize("damage", [truncate, "delete", "checkpoint_lost", "rejects_truncated"])
+def test_a_driver_killed_then_a_part_damaged_in_the_store_resumes_to_the_same_bytes(s3, store_killed, tmp_path,  # noqa: F811
+                                                                                  damage):
+    """SIGKILL after 2 parts, then a committed part torn or deleted in the store (its
+    checkpoint kept), its checkpoint lost on its way there (the driver's copy kept), or its rejects
+    torn (fetched by the driver, found damaged; the part's new copy must not be replaced by it): the
+    same command warns naming it, computes it again and writes the bytes of an uninterrupted run."""
+    fs, env = s3
+    k, home = store_killed, store_killed.home
+    k.restore()
+    (part,) = [key for key in keys(fs, home) if key.endswith("/file-00000/part-000001.jsonl")]
+    spoil = truncate if damage == "rejects_truncated" else damage
+    if damage == "rejects_truncated":
+        part = part.removesuffix(".jsonl") + ".rejects.jsonl"
+    if damage == "delete":
+        fs.delete_file(part)
+    elif damage == "checkpoint_lost":
+        fs.delete_file(part.removesuffix(".jsonl") + ".done.json")
+    else:
+        local = tmp_path / "part"
+        local.write_bytes(get(fs, part))
+        spoil(local)
+        put(fs, part, local.read_bytes())
+    again = run_cli(*k.argv, env=_driver_env(env, k.stage))
     assert again.code == 0, again.stderr
     warnings = [line for line in again.stderr.splitlines() if line.startswith("trajcomp: warning:")]
-    lost = [w for w in warnings if any(f"/{name}: missing" in w for name in in_flight)]
-    assert len(warnings) - len(lost) == 1 and len(lost) <= len(in_flight), (in_flight, again.stderr)
+    lost = [w for w in warnings if any(f"/{name}: missing" in w for name in k.in_flight)]
+    assert len(warnings) - len(lost) == 1 and len(lost) <= len(k.in_flight), (k.in_flight, again.stderr)
     (warning,) = [w for w in warnings if w not in lost]
     assert "part-000001." in warning
     # Named in the store where an actor found it; a rejects part the driver fetched, as its copy here.
     assert f"s3://{home}/" in warning or damage == "rejects_truncated"
-    assert get(fs, f"{home}/out.jsonl") == ref.read_bytes()
+    assert get(fs, f"{home}/out.jsonl") == k.ref.read_bytes()
     report = json.loads(get(fs, f"{home}/out_metrics.json"))
     assert report["processing"]["resumed"] is True
     assert get(fs, f"{home}/out_rejects.jsonl").replace(f"s3://{home}/".encode(), b"") == \
-        (ref.parent / "out_rejects.jsonl").read_bytes().replace(f"{src.parent}/".encode(), b"")
+        (k.ref.parent / "out_rejects.jsonl").read_bytes().replace(f"{k.src.parent}/".encode(), b"")
     assert keys(fs, home) == [f"{home}/{name}" for name in ("data.jsonl", "out.jsonl", "out_metrics.html",
                                                             "out_metrics.json", "out_rejects.jsonl",
                                                             "out_rows.html")]  # no work folder

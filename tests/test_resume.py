@@ -36,11 +36,12 @@ def hermes_row(i: int) -> dict:
     return {"id": i, "conversations": turns, "meta": {"k": i}}
 
 
-@pytest.fixture()
-def dataset(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> Path:
+    """The input of this file's runs (none changes it)."""
     rows = [hermes_row(i) for i in range(ROWS)]
     rows.insert(5, "this line is not JSON")
-    return write_jsonl(tmp_path / "data.jsonl", rows)
+    return write_jsonl(tmp_path_factory.mktemp("resume") / "data.jsonl", rows)
 
 
 def args(src: Path, out: Path, tok: Path, url: str, *extra: str) -> list[str]:
@@ -115,11 +116,17 @@ def reference_run(tmp_path: Path, src: Path, tok: Path, url: str, *extra: str, n
     return out
 
 
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory, dataset, bpe_tokenizer) -> Path:
+    """An uninterrupted run of `dataset` (its output, rejects beside it): the bytes each interrupted run here
+    must end with. Once for the file: neither the endpoint's address nor its latency is in what is written."""
+    with ServerThread() as server:
+        return reference_run(tmp_path_factory.mktemp("reference"), dataset, bpe_tokenizer, server.base_url)
+
+
 @pytest.mark.parametrize("parts_before_kill", [1, 4])
-def test_kill_9_then_rerun_gives_identical_bytes_and_pays_no_summary_twice(tmp_path, dataset, bpe_tokenizer, parts_before_kill):
+def test_kill_9_then_rerun_gives_identical_bytes_and_pays_no_summary_twice(tmp_path, dataset, reference, bpe_tokenizer, parts_before_kill):
     with ServerThread(latency=0.15) as server:
-        ref = reference_run(tmp_path, dataset, bpe_tokenizer, server.base_url)
-        server.reset()
         out = tmp_path / "run" / "out.jsonl"
         proc = run_held_midway(server, dataset, out, bpe_tokenizer, parts_before_kill)
         proc.send_signal(signal.SIGKILL)
@@ -130,13 +137,13 @@ def test_kill_9_then_rerun_gives_identical_bytes_and_pays_no_summary_twice(tmp_p
 
         result = run_cli(*args(dataset, out, bpe_tokenizer, server.base_url))
         assert result.code == 0, result.stderr
-        needed = sum(r["compression_metrics"]["was_compressed"] for r in read_jsonl(ref))
+        needed = sum(r["compression_metrics"]["was_compressed"] for r in read_jsonl(reference))
     report = json.loads((out.parent / "out_metrics.json").read_text())
     # Summaries received before the kill come from the cache: only the others are requested.
     assert report["summarization"]["http_requests"] == needed - paid
 
-    assert out.read_bytes() == ref.read_bytes()
-    assert (out.parent / "out_rejects.jsonl").read_bytes() == (ref.parent / "out_rejects.jsonl").read_bytes()
+    assert out.read_bytes() == reference.read_bytes()
+    assert (out.parent / "out_rejects.jsonl").read_bytes() == (reference.parent / "out_rejects.jsonl").read_bytes()
     assert report["processing"]["resumed"] is True
     assert report["processing"]["rows_from_checkpoint"] >= 3 * parts_before_kill
     this_run = ROWS + 1 - report["processing"]["rows_from_checkpoint"]  # rows/s is over these
@@ -146,9 +153,8 @@ def test_kill_9_then_rerun_gives_identical_bytes_and_pays_no_summary_twice(tmp_p
 
 
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_ctrl_c_or_sigterm_stops_gracefully_and_resumes(tmp_path, dataset, bpe_tokenizer, sig, code):
+def test_ctrl_c_or_sigterm_stops_gracefully_and_resumes(tmp_path, dataset, reference, bpe_tokenizer, sig, code):
     with ServerThread(latency=0.15) as server:
-        ref = reference_run(tmp_path, dataset, bpe_tokenizer, server.base_url)
         out = tmp_path / "run" / "out.jsonl"
         proc = run_held_midway(server, dataset, out, bpe_tokenizer, 2)
         proc.send_signal(sig)
@@ -159,7 +165,7 @@ def test_ctrl_c_or_sigterm_stops_gracefully_and_resumes(tmp_path, dataset, bpe_t
         thaw(server)
         result = run_cli(*args(dataset, out, bpe_tokenizer, server.base_url))
         assert result.code == 0, result.stderr
-    assert out.read_bytes() == ref.read_bytes()
+    assert out.read_bytes() == reference.read_bytes()
 
 
 def test_resume_with_other_settings_refuses_and_restart_starts_over(tmp_path, dataset, bpe_tokenizer):
@@ -182,10 +188,9 @@ def test_resume_with_other_settings_refuses_and_restart_starts_over(tmp_path, da
     assert report["config"]["compression"]["target_max_tokens"] == 900
 
 
-def test_a_resume_may_use_the_endpoint_at_a_new_address(tmp_path, dataset, bpe_tokenizer):
+def test_a_resume_may_use_the_endpoint_at_a_new_address(tmp_path, dataset, reference, bpe_tokenizer):
     """Where the server listens is not part of what is written: a server restarted on another port resumes."""
     with ServerThread(latency=0.05) as server:
-        ref = reference_run(tmp_path, dataset, bpe_tokenizer, server.base_url)
         out = tmp_path / "run" / "out.jsonl"
         proc = run_held_midway(server, dataset, out, bpe_tokenizer, 1)
         proc.send_signal(signal.SIGKILL)
@@ -194,13 +199,12 @@ def test_a_resume_may_use_the_endpoint_at_a_new_address(tmp_path, dataset, bpe_t
         resumed = run_cli(*args(dataset, out, bpe_tokenizer, moved.base_url))
         assert resumed.code == 0, resumed.stderr
     assert json.loads((out.parent / "out_metrics.json").read_text())["processing"]["resumed"] is True
-    assert out.read_bytes() == ref.read_bytes()
+    assert out.read_bytes() == reference.read_bytes()
 
 
-def test_a_second_run_on_the_same_output_is_refused_even_with_restart(tmp_path, dataset, bpe_tokenizer):
+def test_a_second_run_on_the_same_output_is_refused_even_with_restart(tmp_path, dataset, reference, bpe_tokenizer):
     """--restart must not pull the work folder from under a run still going."""
     with ServerThread(latency=0.05) as server:
-        ref = reference_run(tmp_path, dataset, bpe_tokenizer, server.base_url)
         out = tmp_path / "run" / "out.jsonl"
         proc = run_held_midway(server, dataset, out, bpe_tokenizer, 1, seconds=5)  # calls wait 5 s, then are answered
         for extra in ([], ["--restart"]):
@@ -210,13 +214,12 @@ def test_a_second_run_on_the_same_output_is_refused_even_with_restart(tmp_path, 
         thaw(server)
         _, stderr = proc.communicate(timeout=HANG_SECONDS)
         assert proc.returncode == 0, stderr
-    assert out.read_bytes() == ref.read_bytes()
+    assert out.read_bytes() == reference.read_bytes()
 
 
-def test_a_failing_endpoint_stops_the_run_resumably(tmp_path, dataset, bpe_tokenizer):
+def test_a_failing_endpoint_stops_the_run_resumably(tmp_path, dataset, reference, bpe_tokenizer):
     """Rows are not flagged failed one after another while the server is down: the run stops."""
     with ServerThread(latency=0.05) as server:
-        ref = reference_run(tmp_path, dataset, bpe_tokenizer, server.base_url)
         server.set_faults(fail_first_n=10_000, fail_status=503)
         out = tmp_path / "run" / "out.jsonl"
         down = run_cli(*args(dataset, out, bpe_tokenizer, server.base_url, "--max-retries", "0",
@@ -228,7 +231,7 @@ def test_a_failing_endpoint_stops_the_run_resumably(tmp_path, dataset, bpe_token
                              "--retry-delay", "0"), "-c", str(write_limit(tmp_path, 4)))
         assert back.code == 0, back.stderr
     # The parts holding the failures were undone and redone: the same bytes as a run that never failed.
-    assert out.read_bytes() == ref.read_bytes()
+    assert out.read_bytes() == reference.read_bytes()
 
 
 def write_limit(tmp_path: Path, limit: int) -> Path:

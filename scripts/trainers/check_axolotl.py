@@ -11,7 +11,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import datasets
 import yaml
 from transformers import LlamaConfig
 
@@ -19,7 +18,7 @@ from axolotl.cli.config import load_cfg
 from axolotl.common.datasets import load_datasets
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from figures import figures, read_jsonl  # noqa: E402
+from figures import figures, read_jsonl, token_rows  # noqa: E402
 
 
 def model_dir(tokenizer: str) -> str:
@@ -50,10 +49,10 @@ def main(data: Path) -> int:
     bad = 0
     lf = read_jsonl(data / "llamafactory_in.jsonl")
     for kind in ("segments", "plain"):
-        if not (data / f"tokens_{kind}").exists() or not len(datasets.load_from_disk(str(data / f"tokens_{kind}"))):
-            print(f"axolotl token rows ({kind}): none written, every row over the target (in the rejects file)")
+        saved = token_rows(data, kind, "axolotl")
+        if saved is None:
+            bad += kind == "segments"  # with --segments every row fits: no token rows is a wrong figure
             continue
-        saved = datasets.load_from_disk(str(data / f"tokens_{kind}"))
         folder = Path(tempfile.mkdtemp()) / "tokenized"
         saved.select_columns(["input_ids", "attention_mask", "labels"]).save_to_disk(str(folder))
         rows = load(meta, {"path": str(folder)})

@@ -10,13 +10,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-import datasets
 from llamafactory.data import get_dataset, get_template_and_fix_tokenizer
 from llamafactory.hparams import get_train_args
 from llamafactory.model import load_tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from figures import figures, read_jsonl  # noqa: E402
+from figures import figures, read_jsonl, token_rows  # noqa: E402
 
 TAGS = {"role_tag": "from", "content_tag": "value", "user_tag": "human", "assistant_tag": "gpt",
         "observation_tag": "observation", "function_tag": "function_call", "system_tag": "system"}
@@ -49,12 +48,10 @@ def main(data: Path) -> int:
         print(fig.line(f"LLaMA-Factory text rows ({kind})"))
         bad += kind == "segments" and bool(fig.tokens_trained_twice or fig.rows_dropped)
     for kind in ("segments", "plain"):
-        import datasets
-
-        if not (data / f"tokens_{kind}").exists() or not len(datasets.load_from_disk(str(data / f"tokens_{kind}"))):
-            print(f"token rows ({kind}): none written, every row over the target (in the rejects file)")
+        saved = token_rows(data, kind, "LLaMA-Factory")
+        if saved is None:
+            bad += kind == "segments"  # with --segments every row fits: no token rows is a wrong figure
             continue
-        saved = datasets.load_from_disk(str(data / f"tokens_{kind}"))
         folder = Path(tempfile.mkdtemp()) / "tokenized"  # the three columns it trains on
         saved.select_columns(["input_ids", "attention_mask", "labels"]).save_to_disk(str(folder))
         rows, tokenizer = load(data, meta, tokenized_path=str(folder), dataset=kind)  # ignored with tokenized_path

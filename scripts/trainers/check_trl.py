@@ -15,7 +15,7 @@ from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 from trl import SFTConfig, SFTTrainer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from figures import figures, read_jsonl  # noqa: E402
+from figures import figures, read_jsonl, token_rows  # noqa: E402
 
 
 def loaded(trainer) -> list[tuple]:
@@ -48,10 +48,10 @@ def main(data: Path) -> int:
     inputs = {r["id"]: r for r in read_jsonl(data / "llamafactory_in.jsonl")}
     bad = 0
     for kind in ("segments", "plain"):
-        if not (data / f"tokens_{kind}").exists() or not len(datasets.load_from_disk(str(data / f"tokens_{kind}"))):
-            print(f"token rows ({kind}): none written, every row over the target (in the rejects file)")
+        ds = token_rows(data, kind, "TRL")
+        if ds is None:
+            bad += kind == "segments"  # with --segments every row fits: no token rows is a wrong figure
             continue
-        ds = datasets.load_from_disk(str(data / f"tokens_{kind}"))
         keep = ["input_ids", "attention_mask", "labels", "id"]
         trainer = trainer_for(ds.remove_columns([c for c in ds.column_names if c not in keep]), tokenizer, target)
         rows = loaded(trainer)

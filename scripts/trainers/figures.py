@@ -91,6 +91,18 @@ def figures(inputs: dict, loaded: list[tuple], tokenizer, written: int, cut: int
     return fig
 
 
+def token_rows(data, kind: str, trainer: str):
+    """The token rows trajcomp saved for one output (a datasets folder), or None, said, when it wrote none."""
+    import datasets
+
+    folder = data / f"tokens_{kind}"
+    saved = datasets.load_from_disk(str(folder)) if folder.exists() else None
+    if saved is None or not len(saved):
+        print(f"{trainer} token rows ({kind}): none written, every row over the target (in the rejects file)")
+        return None
+    return saved
+
+
 def read_jsonl(path) -> list[dict]:
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]

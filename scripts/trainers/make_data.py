@@ -25,6 +25,8 @@ def compress(src: Path, out: Path, *flags: str) -> None:
     done = subprocess.run(args, cwd=ROOT)
     if done.returncode not in (0, 1):  # 1: every row rejected (plain token rows over the target): no output
         raise SystemExit(f"trajcomp compress failed ({done.returncode}): {' '.join(args)}")
+    if done.returncode == 1:
+        print(f"make_data: trajcomp wrote no row to {out.name}, all rejected (the checks report it)")
 
 
 def main(out: Path) -> None:

@@ -18,4 +18,5 @@ for t in trl llamafactory axolotl; do
   "$CACHE/$t/bin/python" "$ROOT/scripts/trainers/check_$t.py" "$DATA" 2> "$CACHE/$t.check.log" || {
     echo "$t: check failed (see $CACHE/$t.check.log)"; tail -3 "$CACHE/$t.check.log"; rc=1; }
 done
+[ $rc = 0 ] && echo "make trainers: every figure as promised" || echo "make trainers: FAILED (above)"
 exit $rc
