@@ -128,7 +128,8 @@ def expected_stats(files: list[DataFile], tokenizer: Path, target: int, summary:
     # Planned as compress plans: the summary turn at its budget plus the notice the system turn gets.
     added = summary + counter.count([CompressionConfig().summary_notice_text])[0]
     params = PlanParams(target, added, protect_last_n_turns=last_n)
-    before, after, decisions, reasons = [], [], {d.value: 0 for d in Decision}, {}
+    # decisions.cannot_fit: 0 under compression.cannot_fit shorten, the default these runs use (estimate.py)
+    before, after, decisions, reasons = [], [], {**{d.value: 0 for d in Decision}, "cannot_fit": 0}, {}
     for f in files:
         for row in f.rows:
             conv = row["conversations"]

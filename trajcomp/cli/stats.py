@@ -50,7 +50,7 @@ def stats(
       target_max_tokens, summary_target_tokens, protect_last_n_turns,
       rows (valid rows), rows_rejected, reject_reasons {reason: rows},
       over_target, would_fit_after_compression, would_stay_over_target,
-      decisions {skipped_under_target, nothing_to_compress, no_net_savings, compress},
+      decisions {skipped_under_target, nothing_to_compress, no_net_savings, compress, cannot_fit},
       summarizer_calls_needed, summary_tokens_needed,
       tokens_before, tokens_after_estimate {min, p50, p90, p99, max},
       lengths {edges, before, after}: rows per token-length bin, now and
