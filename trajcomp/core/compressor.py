@@ -25,6 +25,7 @@ from .segments.segments import Row, Segmenter
 from .dialects.rows import SHAREGPT, RowError, RowSchema, Turn
 from .summary.sourcing import Sourcing
 from .summary.summarizer import Summarizer, SummarizerUnavailable, SummaryPending
+from .counting.bare_texts import bare_counts
 from .counting.token_rows import token_row
 from .counting.tokens import Measured, TokenCounter, lengths_for
 
@@ -207,14 +208,17 @@ class TrajectoryCompressor:
 
     async def _with_assistant_tokens(self, metrics: RowMetrics, native, fmt, turns: Sequence[Turn],
                                      measured: Measured) -> RowMetrics:
-        """The input's assistant tokens (its turns' costs; the texts counted when a template's row under the
-        target has none) and those the output trains: its unmarked assistant turns the summary did not
+        """The input's assistant tokens (its turns' costs; the texts' own counts when a template's row under
+        the target has none, read from its rendering's pieces where they hold them) and those the output trains: its unmarked assistant turns the summary did not
         replace, none in a row over the target (a trainer cuts or drops it); and the one summary it holds."""
         gpt = [i for i, t in enumerate(turns) if t.role == "gpt"]
         if measured.costs:
             costs = dict(zip(gpt, (measured.costs[i] for i in gpt)))
         else:
-            costs = dict(zip(gpt, await self.counter.acount([turns[i].text for i in gpt])))
+            # a template's row under the target: the rendering's pieces hold most of the texts' counts
+            split = getattr(self.lengths, "split", None)
+            counts = await bare_counts(self.counter.acount, split, [turns[i].text for i in gpt], measured.pieces)
+            costs = dict(zip(gpt, counts))
         summaries = int(metrics.was_compressed and metrics.passes > 0)
         start, end = metrics.region if summaries and metrics.region else (0, 0)
         marks = input_marks(native, fmt, self.config.train_field)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .batching import BATCHES_AT_ONCE, ENCODE_CHARS, MAX_CHARS, CoalescingCounter, counting_threads, split_by_chars
+from .bare_texts import rendered
 from .count_cache import CountCache
 from ..dialects.frame import frame_of_messages, parts
 from ..dialects.turn import RowError
@@ -79,6 +80,7 @@ class TokenCounter:
         # One batch per counting thread, encoded in calls of ENCODE_CHARS; a lone row over MAX_CHARS split.
         # Past the count cache or not, the same threads: at most `at_once` batches at once.
         threads = counting_threads(at_once)
+        self._at_once, self._count_threads = at_once, threads
         self._coalesced = CoalescingCounter(self.count, at_once, threads)
         self._coalesced_unkept = CoalescingCounter(self._count_new, at_once, threads)
         self._counted = (0, 0)  # characters encoded and their tokens (`chars`, and likely_over's average)
@@ -110,6 +112,14 @@ class TokenCounter:
         counter = cls(cfg.tokenizer_name, cfg.trust_remote_code, cfg.chat_template, at_once)
         lengths_for(cfg.count_mode, counter)  # TokenizerLoadError when the mode needs a template it lacks
         return counter
+
+    def coalesced(self, count) -> CoalescingCounter:
+        """Requests of `count` (texts in, one result each out) coalesced on this counter's counting threads."""
+        return CoalescingCounter(count, self._at_once, self._count_threads)
+
+    def in_model(self, token: int) -> bool:
+        """Whether the tokenizer's model gives the token id `token` itself (not only as an added token)."""
+        return self._backend.model.id_to_token(token) is not None
 
     def added_tokens(self) -> dict[int, Any]:
         """The tokenizer's added tokens by id (`tokenizers.AddedToken`: content and matching options)."""
@@ -226,7 +236,8 @@ class Measured:
     total: int
     costs: list[int] | None = None
     overhead: int = 0  # tokens no turn owns (the template's fixed part); total == overhead + sum(costs)
-    pieces: Pieces | None = None  # chat_template, with costs: how to measure an edit of this rendering
+    # chat_template: how to measure an edit of this rendering, and its texts' counts (bare_texts.py)
+    pieces: Pieces | None = None
 
 
 class TurnLengths:
@@ -277,7 +288,9 @@ class TemplateLengths:
                 "tokenizer_config.json or chat_template.jinja); set tokenizer.chat_template to a template file"
             )
         self.counter = counter
-        self.split = SplitTokens(counter.added_tokens(), counter.specials_as_text)
+        self.split = SplitTokens(counter.added_tokens(), counter.specials_as_text, counter.in_model)
+        # A rendering's length with its pieces, its assistant texts' counts read from them (bare_texts.py)
+        self._rendered = counter.coalesced(lambda texts: rendered(self.split, counter.encode_fast, texts))
         # Costs from the pieces (`_by_pieces`) need each token's first character inside its own text. A
         # post-processor that trims offsets may put it past a space the tokenizer added (a prefix space,
         # NFKC's space before a combining mark), at the piece's end: there the offsets decide.
@@ -296,15 +309,15 @@ class TemplateLengths:
         offsets (~2.3x a count's time with Qwen3's tokenizer, which tracks them through its normalizer)."""
         if self._by_ids:
             encoding = self.counter.encode_fast([text])[0]
-            if costs_above is None or len(encoding) <= costs_above:
-                return Measured(len(encoding))
             pieces = self.split.pieces(text, encoding.ids)
+            if costs_above is None or len(encoding) <= costs_above:
+                return Measured(len(encoding), pieces=pieces)
             measured = None if pieces is None else self._by_pieces(messages, text, len(encoding), pieces)
             if measured is not None:
                 return measured
         encoding = self.counter.encode([text])[0]
         if costs_above is None or len(encoding) <= costs_above:
-            return Measured(len(encoding))
+            return Measured(len(encoding), pieces=self.split.pieces(text, encoding.ids))
         measured = self.costs(messages, text, encoding)
         return dataclasses.replace(measured, pieces=self.split.pieces(text, encoding.ids))
 
@@ -327,10 +340,10 @@ class TemplateLengths:
                                               or self.counter.likely_over([text], costs_above))
         # A row likely over goes straight to the encoding its costs need: counted first, it would be
         # encoded twice (~11% of a pass-through run's tokenizer input at a p90 target).
-        if not likely:
-            (total,) = await self.counter.acount_once([text])
+        if not likely:  # with its pieces: a row under the target has its assistant texts counted from them
+            ((total, pieces),) = await self._rendered.count([text])
             if costs_above is None or total <= costs_above:
-                return Measured(total)
+                return Measured(total, pieces=pieces)
         return await asyncio.to_thread(self._measured, text, messages, costs_above)
 
     def turn_markup(self, chat_role: str) -> int:
