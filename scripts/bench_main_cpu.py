@@ -47,7 +47,8 @@ def main_cpu(tree: Path, src: Path, tokenizer: Path, mode: str) -> float:
         args = [sys.executable, "-c", RUN, "compress", str(src), "-o", str(Path(tmp) / "out.jsonl"),
                 "--tokenizer", str(tokenizer), "--target-max-tokens", str(10**9), "--count-mode", mode, "-q"]
         env = {**os.environ, "PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"}
-        done = subprocess.run(args, env=env, capture_output=True, text=True, check=True)
+        # cwd: `-c` puts the current folder first on sys.path, which would shadow PYTHONPATH's tree
+        done = subprocess.run(args, env=env, capture_output=True, text=True, check=True, cwd=tmp)
     return float(next(line.split()[1] for line in done.stderr.splitlines() if line.startswith("MAIN_CPU")))
 
 
