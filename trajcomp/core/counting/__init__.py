@@ -10,5 +10,5 @@
 - `template_spans.py`: the turns' spans in a chat-template rendering, from the stretches between added tokens.
 - `token_rows.py`: a row as the training tokenizer renders it: `input_ids`, `attention_mask` and `labels`
   on the assistant turns it trains.
-- `tokenizer_loading.py`: the training tokenizer loaded, or one line saying why not.
+- `tokenizer_loading.py`: the training tokenizer loaded, or one line saying why not; the template's own errors told apart.
 """

@@ -1,5 +1,5 @@
 """Loading the training tokenizer: a local folder or the Hugging Face cache, through transformers, with
-one clear line when it cannot be loaded."""
+one clear line when it cannot be loaded; and its chat template's own errors told from trajcomp's."""
 
 from __future__ import annotations
 
@@ -85,3 +85,22 @@ def read_template(path: str) -> str:
         return open(os.path.expanduser(path), encoding="utf-8").read()
     except (OSError, UnicodeDecodeError) as exc:
         raise TokenizerLoadError(f"cannot read tokenizer.chat_template {path}: {exc}") from None
+
+
+def raised_by_template(exc: BaseException) -> bool:
+    """Whether rendering failed on the row itself, as a trainer's rendering of it would: Jinja's own errors (an
+    undefined name, the template's `raise_exception`), a Python error from inside the compiled template (Qwen3's
+    on content given as parts), or transformers' check of the row's messages and tools (a tool that is no JSON
+    schema). Anything else (memory, recursion, an error from elsewhere) is not the row's and is raised on."""
+    import jinja2  # transformers' own dependency; imported only when a rendering failed
+
+    if isinstance(exc, jinja2.TemplateError):
+        return True
+    files = []
+    frame = exc.__traceback__
+    while frame is not None:
+        files.append(frame.tb_frame.f_code.co_filename)
+        frame = frame.tb_next
+    if "<template>" in files:
+        return True
+    return isinstance(exc, (ValueError, TypeError)) and bool(files) and files[-1].endswith("chat_template_utils.py")

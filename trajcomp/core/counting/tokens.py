@@ -26,7 +26,7 @@ from ..dialects.frame import frame_of_messages, parts
 from ..dialects.turn import RowError
 from .split_tokens import Pieces, SplitTokens
 from .template_spans import spans
-from .tokenizer_loading import TokenizerLoadError, load, read_template
+from .tokenizer_loading import TokenizerLoadError, load, raised_by_template, read_template
 
 
 @dataclass(frozen=True)
@@ -146,8 +146,10 @@ class TokenCounter:
         every, tools = parts(messages)
         try:
             return self._tokenizer.apply_chat_template(every, tools=tools, tokenize=False, add_generation_prompt=False)
-        except Exception as exc:  # the template's own error (Jinja's, or Python's inside it, as Qwen3's on content
-            # given as parts): the trainer's rendering fails the same way, so it is the row's reason
+        except Exception as exc:
+            if not raised_by_template(exc):
+                raise  # not the row's fault (memory, recursion, a fault around the call): the run names it internal_error
+            # the trainer's rendering fails the same way, so it is the row's reason
             raise RowError("template_error", f"the chat template cannot render the row: "
                                              f"{type(exc).__name__}: {exc}") from None
 
