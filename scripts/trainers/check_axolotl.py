@@ -61,7 +61,7 @@ def main(data: Path) -> int:
         fig = figures({None: {"conversations": [t for r in lf for t in r["conversations"]]}}, rows, tokenizer,
                       len(saved), cut)
         print(fig.line(f"axolotl token rows, pre-tokenized ({kind})"))
-        bad += kind == "segments" and bool(fig.tokens_trained_twice or fig.labelled_other_tokens or fig.rows_cut
+        bad += kind == "segments" and bool(fig.tokens_trained_twice or fig.labelled_unmatched_tokens or fig.rows_cut
                                            or fig.rows_dropped or fig.assistant_tokens_untrained)
     hermes = read_jsonl(data / "hermes_in.jsonl")
     for kind in ("segments", "plain"):

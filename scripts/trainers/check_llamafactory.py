@@ -59,7 +59,7 @@ def main(data: Path) -> int:
         cut = sum(tuple(ids) not in whole for _, ids, _ in rows)
         fig = figures(pooled, rows, tokenizer, len(saved), cut)
         print(fig.line(f"LLaMA-Factory token rows, tokenized_path ({kind})"))
-        bad += kind == "segments" and bool(fig.tokens_trained_twice or fig.labelled_other_tokens or fig.rows_cut
+        bad += kind == "segments" and bool(fig.tokens_trained_twice or fig.labelled_unmatched_tokens or fig.rows_cut
                                            or fig.rows_dropped or fig.assistant_tokens_untrained)
     return 1 if bad else 0
 

@@ -58,7 +58,7 @@ def main(data: Path) -> int:
         cut = sum(len(ids) != len(ds[k]["input_ids"]) for k, (_, ids, _) in enumerate(rows))
         fig = figures(inputs, rows, tokenizer, len(ds), cut)
         print(fig.line(f"TRL token rows ({kind})"))
-        bad += kind == "segments" and (fig.tokens_trained_twice or fig.labelled_other_tokens or fig.rows_cut
+        bad += kind == "segments" and (fig.tokens_trained_twice or fig.labelled_unmatched_tokens or fig.rows_cut
                                        or fig.rows_dropped or fig.assistant_tokens_untrained)
     template = Path(meta["generation_template"]).read_text()
     hermes_inputs = {r["id"]: r for r in read_jsonl(data / "hermes_in.jsonl")}

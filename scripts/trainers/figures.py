@@ -4,8 +4,10 @@ row's input_ids and labels, as its loader or collator hands them to the model), 
 Imported by the per-trainer checks in this folder, inside each trainer's own venv (no trajcomp import): a
 labelled run is one stretch of labels != -100; its text, special tokens dropped and spaces squeezed, is looked
 up among the input row's assistant turns. A run found more often than the input holds it is trained twice; a
-run that is no assistant turn of the input is a labelled tool or user token; an assistant turn no run holds
-is untrained. Rows written but not loaded are dropped; rows the loader shortened are cut.
+run that is no assistant turn of the input is unmatched (tool or user text, or a turn the trainer's template
+rewrote); labelled special tokens (each turn's closing token) are counted apart from the text's tokens, so
+tokens_trained compares with assistant_tokens; an assistant turn no run holds is untrained. Rows written but
+not loaded are dropped; rows the loader shortened are cut.
 """
 
 from __future__ import annotations
@@ -25,9 +27,13 @@ class Figures:
     rows_dropped: int = 0
     rows_cut: int = 0
     assistant_tokens: int = 0  # the input's, as the loader's tokenizer counts their text
-    tokens_trained: int = 0
+    tokens_trained: int = 0  # labelled tokens but the special ones: the same count as assistant_tokens
+    closing_tokens_trained: int = 0  # labelled special tokens: each assistant turn's closing token (<|im_end|>)
     tokens_trained_twice: int = 0
-    labelled_other_tokens: int = 0  # labelled, but in no assistant turn of the input (tool or user text)
+    # labelled text that is no assistant turn's text of the input: tool or user text, or an assistant turn the
+    # trainer's own template rewrote (LLaMA-Factory's chatml renders a function_call as "Action: ..."), which
+    # this matching cannot tell apart; 0 for token rows, where trajcomp's rendering is what is loaded
+    labelled_unmatched_tokens: int = 0
     assistant_tokens_untrained: int = 0
 
     def line(self, name: str) -> str:
@@ -76,13 +82,14 @@ def figures(inputs: dict, loaded: list[tuple], tokenizer, written: int, cut: int
         for start, end in runs(labels):
             text = squeeze(tokenizer.decode(ids[start:end], skip_special_tokens=True))
             n = sum(1 for i in range(start, end) if ids[i] not in tokenizer.all_special_ids)
-            fig.tokens_trained += end - start
+            fig.tokens_trained += n
+            fig.closing_tokens_trained += end - start - n
             if not text:
                 continue  # only the closing token
             if text in wanted.get(key, {}):
                 got[key][text] += 1
             else:
-                fig.labelled_other_tokens += n
+                fig.labelled_unmatched_tokens += n
     for key, texts in wanted.items():
         for text, count in texts.items():
             seen = got[key][text]
