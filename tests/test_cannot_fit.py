@@ -13,7 +13,7 @@ import pytest
 from conftest import read_jsonl, write_jsonl
 from openai_server import BAD_ANSWERS, ServerThread
 from test_fits import qwen3_folder
-from test_openai_summarizer import MODEL, compress
+from test_openai_summarizer import MODEL, compress, summary_turns
 
 TARGET = 900
 WORDS = ("the agent reads the repository layout runs the failing test inspects the traceback and edits "
@@ -148,3 +148,37 @@ def test_no_refusal_enters_a_row_or_the_cache_whatever_the_status(kind, srv, tmp
             assert not any(text[:60] in written for text in refusals), (shape, cannot_fit)
             assert "sorry" not in written.lower()
             assert {x["compression_metrics"]["status"] for x in r.rows} <= {"failed", "under_target", "cannot_fit"}
+
+
+def mixed_row() -> dict:
+    """A row whose segments fit but one: a tool output alone longer than the target, amid short ones."""
+    conv = [{"from": "system", "value": "You are a coding agent."}, {"from": "human", "value": "Task: fix the parser."}]
+    for s in range(8):
+        conv.append({"from": "gpt", "value": f'<tool_call>\n{{"name": "terminal", "arguments": {{"command": "pytest -k case{s}"}}}}\n</tool_call>'})
+        conv.append({"from": "tool", "value": "<tool_response>\n" + json.dumps(
+            {"tool_call_id": f"c{s}", "name": "terminal", "content": prose(1200 if s == 4 else 40, s)}) + "\n</tool_response>"})
+    conv.append({"from": "gpt", "value": "Fixed."})
+    return {"id": "mixed", "conversations": conv}
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_no_summary_is_bought_for_the_one_segment_that_cannot_fit(mode, srv, tmp_path, bpe_tokenizer):
+    """--segments: the segments that fit are compacted with summaries as always; the one over the target
+    whatever it holds is written without one, flagged, under keep and reject. The report's
+    bought_for_rows_over counts each output row's own summary (before: the input row's, 4 for 1 row over).
+    (shorten runs with the extractive summarizer: the test server's answers on these rows fail its checks.)"""
+    write_jsonl(tmp_path / "in.jsonl", [mixed_row()])
+    bought, requests = {}, {}
+    for cannot_fit, summarizer in (("keep", "openai"), ("reject", "openai"), ("shorten", "extractive")):
+        srv.reset()
+        r = run(tmp_path, srv, bpe_tokenizer, mode, "segments", cannot_fit, summarizer, cannot_fit)
+        assert r.code == 0 and not r.rejects, r.stderr
+        over = [x for x in r.rows if x["compression_metrics"]["still_over_limit"]]
+        fitting = [x for x in r.rows if not x["compression_metrics"]["still_over_limit"]]
+        assert len(over) == 1 and any(summary_turns(x) for x in fitting)  # the case holds: some fit, one cannot
+        assert over[0]["compression_metrics"]["status"] == "cannot_fit"
+        bought[cannot_fit] = r.report["summarization"]["bought_for_rows_over"]
+        assert bought[cannot_fit]["summaries"] == len(summary_turns(over[0])), cannot_fit
+        requests[cannot_fit] = srv.stats.requests
+    assert bought["keep"] == bought["reject"] == NONE_BOUGHT and requests["keep"] == requests["reject"] > 0
+    assert bought["shorten"]["summaries"] == 1  # shorten buys the one summary the row over opens with

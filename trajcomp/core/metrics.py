@@ -275,7 +275,7 @@ class Aggregate:
         self._add_segments(m)
         self._add_checks(m)
         self._add_pruning(m)
-        self._add_over(m)
+        self._add_over(m.output_rows)
 
     def _add_written(self, m: RowMetrics, source: str | None, line: int | None) -> None:
         """One output row, by its own length against the target."""
@@ -293,11 +293,14 @@ class Aggregate:
             self.assistant_counts[bin_index(m.assistant_tokens_kept, RETENTION_EDGES)] += 1
         self._note_worst(m, m.status, source, line)
 
-    def _add_over(self, m: RowMetrics) -> None:
-        if m.still_over_limit:
-            self.over_summaries += m.bought[0]
-            self.over_prompt_tokens += m.bought[1]
-            self.over_completion_tokens += m.bought[2]
+    def _add_over(self, rows: Sequence[RowMetrics]) -> None:
+        """The summaries bought for those of `rows` still over the target: with segments, each row's own (the one
+        it opens with), not its input row's, whose other rows fit."""
+        for m in rows:
+            if m.still_over_limit:
+                self.over_summaries += m.bought[0]
+                self.over_prompt_tokens += m.bought[1]
+                self.over_completion_tokens += m.bought[2]
 
     def _add_segments(self, m: RowMetrics) -> None:
         self.rows_out += m.segments
@@ -328,7 +331,7 @@ class Aggregate:
             self.api_calls += metrics.summarization_api_calls
             self.errors += metrics.summarization_errors
             self._add_checks(metrics)
-            self._add_over(metrics)
+            self._add_over((metrics,))
             self._note_worst(metrics, "rejected", source, line)
 
     def _note_worst(self, m: RowMetrics, status: str, source: str | None, line: int | None) -> None:

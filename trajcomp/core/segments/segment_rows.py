@@ -94,7 +94,7 @@ def own_metrics(seg: Segment, run: RowMetrics | None, w: Walked) -> RowMetrics:
         cannot_fit=over and seg.cannot_fit, identifier_retention=run.identifier_retention,
         human_turns_cut=run.human_turns_cut, assistant_tokens_kept=round(fit / gpt, 4) if gpt else None,
         summary_checks_failed=run.summary_checks_failed, summaries=int(seg.compacted), assistant_tokens=gpt,
-        assistant_tokens_trained=fit,
+        assistant_tokens_trained=fit, bought=run.bought,
     )
 
 

@@ -129,15 +129,18 @@ class Segmenter:
             grown = None if seg.closed else await self._grown(row, seg, c)
             if grown is None and seg.end > max(head, seg.new_from):
                 out.segments.append(await self._exact(row, seg))
-                made, example, metrics = await self._compact(row, seg, head, c, previous, upto, len(out.segments))
-                if made is None:
-                    out.failed = metrics
-                    return out
-                seg = made
-                out.examples.append(example)
-                out.passes.append(metrics)
-                previous, upto = example.summary, seg.body_from
-                grown = await self._grown(row, seg, c)
+                if self._hopeless(row, head, seg.end, c):  # the next row is over whatever it holds: no summary
+                    seg = await self._reopened(row, head, seg.end)  # (the next one bought covers these turns too)
+                else:
+                    made, example, metrics = await self._compact(row, seg, head, c, previous, upto, len(out.segments))
+                    if made is None:
+                        out.failed = metrics
+                        return out
+                    seg = made
+                    out.examples.append(example)
+                    out.passes.append(metrics)
+                    previous, upto = example.summary, seg.body_from
+                    grown = await self._grown(row, seg, c)
             seg = grown or await self._closed(row, seg, c) or await self._extended(row, seg, c, None)
         out.segments.append(await self._exact(row, seg))
         return out
@@ -148,6 +151,17 @@ class Segmenter:
         head = self._head_end(row)
         return segment_floor(head, row.cuts(head), self._lasting(row, head), row.measured.overhead,
                              self._summary_cost(self._budget(0)), self.config.target_max_tokens)
+
+    def _hopeless(self, row: Row, head: int, start: int, c: int) -> bool:
+        """Whether a row of the head, the smallest summary and the group [start, c) is over the target (what no
+        rule may shorten), under compression.cannot_fit keep or reject: that row is then written without a summary,
+        flagged, and none is bought for it. Only where the head and the group alternate without one between."""
+        if self.config.cannot_fit == "shorten" or row.join or row.roles[head - 1] == "gpt" or row.roles[start] != "gpt":
+            return False
+        lasting = self._lasting(row, head)
+        floor = Floor(((0, head), (start, c)), sum(lasting[:head]) + sum(lasting[start:c]),
+                      self._summary_cost(self._budget(0)), row.measured.overhead, self.config.target_max_tokens)
+        return floor.over_by > 0
 
     def _lasting(self, row: Row, head: int) -> list[int]:
         """Each turn's tokens no rule may shorten: with compression.prune a tool output after the head may
