@@ -97,3 +97,14 @@ def test_rows_orjson_refuses_are_still_read_and_judged_as_before():
     assert broken.error.reason == "invalid_json" and "line 1 column 10" in broken.error.detail  # the stdlib's words
     bom = parse_line("f.jsonl", 6, "\ufeff{}\n".encode())
     assert bom.error.reason == "invalid_json"  # as before: a BOM inside a file of lines is no JSON
+
+
+def test_a_row_read_whole_gives_its_line_as_it_was_for_the_rejects_file():
+    """A JSON Lines row keeps its line as bytes (Record.data) and gives it back as text only when asked: the
+    line as read, its line break (LF or CRLF) dropped, spacing and escapes as they were."""
+    for ending in (b"\n", b"\r\n", b""):
+        line = '{"id": 7,  "conversations": [{"from": "narrator", "value": "é \\u00e9"}]}'.encode() + ending
+        record = parse_line("f.jsonl", 2, line)
+        assert record.row == {"id": 7, "conversations": [{"from": "narrator", "value": "é é"}]}
+        assert record.raw is None and record.data == line
+        assert record.raw_text() == line.decode().rstrip("\r\n")

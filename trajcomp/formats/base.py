@@ -24,13 +24,18 @@ class Record:
 
     source: str
     line: int  # 1-based line (JSONL), element (JSON array) or row number (Parquet)
-    raw: str | None  # the row as read, for the rejects file; None where the parsed row says it all
+    raw: str | None  # the row as read, for the rejects file; None where the parsed row or `data` says it all
     row: dict[str, Any] | None = None
     error: RowError | None = None
+    # A JSON Lines row read whole: its line's bytes, decoded only if the row goes to the rejects file (most
+    # rows never do; decoding every line cost 14 us of a 42 KB row's 75 us parse, docs/benchmarks_notes.md).
+    data: bytes | None = None
 
     def raw_text(self) -> str:
         if self.raw is not None:
             return self.raw
+        if self.data is not None:
+            return self.data.decode("utf-8").rstrip("\r\n")
         return json_text(self.row)
 
 

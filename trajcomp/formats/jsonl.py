@@ -25,6 +25,14 @@ def unicode_error(row: Any) -> RowError | None:
 
 
 def parse_line(source: str, number: int, data: bytes) -> Record:
+    row = json_codec.loads_fast(data)
+    if type(row) is dict:  # the common row: its text is kept as bytes, decoded only for a reject (Record.data)
+        return Record(source, number, None, row=row, data=data)
+    return _parse_slowly(source, number, data)
+
+
+def _parse_slowly(source: str, number: int, data: bytes) -> Record:
+    """A line orjson refused or read otherwise than the standard library, or one that is not an object."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
