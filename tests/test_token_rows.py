@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import DEMO_TOKENIZER
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 from test_fits import qwen3_folder
 from test_segments import swe_rows
@@ -48,7 +48,8 @@ def runs(labels):
 
 def compressed(row, counter: TokenCounter, rows: str, segments: bool, target: int):
     cfg = CompressionConfig(tokenizer_name=counter.name, count_mode="chat_template", target_max_tokens=target,
-                            summary_target_tokens=target // 6, segments=segments, output_rows=rows)
+                            summary_target_tokens=target // 6, segments=segments, output_rows=rows,
+                            cannot_fit="shorten")
     return asyncio.run(TrajectoryCompressor(cfg, counter=counter).compress_row(row))
 
 
@@ -56,6 +57,8 @@ def compressed(row, counter: TokenCounter, rows: str, segments: bool, target: in
           phases=(Phase.explicit, Phase.reuse, Phase.generate))  # no shrinking: a failure names its rows
 @given(dialect=st.sampled_from(("hermes", "openai", "llamafactory")), tokenizer=st.sampled_from(tuple(COUNTERS)),
        seed=st.integers(0, 1000), steps=st.integers(8, 16), segments=st.booleans())
+# A summary turn is a user turn: Qwen3 drops the reasoning of the turn before it, once left unlabelled.
+@example(dialect="hermes", tokenizer="qwen3", seed=856, steps=15, segments=False)
 def test_token_rows_are_the_templates_rendering_labelled_on_the_unmarked_assistant_turns(dialect, tokenizer, seed,
                                                                                         steps, segments):
     counter = COUNTERS[tokenizer]
@@ -88,8 +91,10 @@ def test_token_rows_are_the_templates_rendering_labelled_on_the_unmarked_assista
         for (start, stop), content in zip(found, wanted):
             assert made["labels"][start:stop] == ids[start:stop]
             assert ids[stop - 1] == end  # each turn labelled with its closing token
-            # the turn's text as the template renders it (Qwen3 respaces a <think> block)
-            assert counter.tokenizer.decode(ids[start:stop - 1]).split() == content.split()
+            # the turn's text as the template renders it (Qwen3 respaces a <think> block, and drops it from the
+            # turns before the last user turn: a summary turn is one)
+            got = counter.tokenizer.decode(ids[start:stop - 1]).split()
+            assert got == content.split() or got == content.split("</think>")[-1].split() != []
 
 
 def test_a_row_that_cannot_fit_is_rejected_never_written_as_tokens():

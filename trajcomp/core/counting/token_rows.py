@@ -25,6 +25,7 @@ from .template_spans import EDGE_CHARS, turn_starts
 
 IGNORE = -100  # the label PyTorch's cross entropy skips
 GENERATION = re.compile(r"{%-?\s*generation\s*-?%}")
+THINK_END = "</think>"
 PROBE = ({"role": "user", "content": "Hello."}, {"role": "assistant", "content": "Hi."})
 
 
@@ -133,6 +134,8 @@ class Rendering:
         opening = _found(text, shown, starts[i], limit)
         if opening is not None and (found is None or opening[0] < found[0]):
             found = (opening[0], found[1] if found is not None else opening[1])
+        if found is None:  # a template that drops the turn's reasoning (Qwen3's, before the last user turn)
+            found = _found(text, _after_reasoning(content_text(message.get("content"))), starts[i], limit)
         if found is None:
             return 0, 0
         begin, finish = found
@@ -159,6 +162,11 @@ def _found(text: str, body: str, start: int, limit: int) -> tuple[int, int] | No
     tail = body.rstrip()[-EDGE_CHARS:]
     finish = text.find(tail, begin, limit)
     return begin, begin + len(body.strip()) if finish < 0 else finish + len(tail)
+
+
+def _after_reasoning(content: str) -> str:
+    """A turn's text after its `<think>` block, as templates that drop reasoning render it ("" without one)."""
+    return content.split(THINK_END)[-1].lstrip("\n") if THINK_END in content else ""
 
 
 def marked(turn: dict[str, Any], train_field: str) -> bool:
