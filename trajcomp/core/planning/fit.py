@@ -61,17 +61,24 @@ def plain_floor(turns: Sequence[Turn], costs: Sequence[int], fixed: int, params:
     return floor if floor.over_by > 0 else None
 
 
+def group_floor(head: int, group: tuple[int, int], lasting: Sequence[int], fixed: int, summary_tokens: int,
+                target: int) -> Floor:
+    """The floor of the segment row of the head, a summary of `summary_tokens` (0: none) and the turns `group`."""
+    start, end = group
+    return Floor(((0, head), group), sum(lasting[:head]) + sum(lasting[start:end]), summary_tokens, fixed, target)
+
+
 def segment_floor(head: int, cuts: Sequence[int], lasting: Sequence[int], fixed: int, summary_tokens: int,
                   target: int) -> Floor | None:
     """The floor of a row cut into segments (`cuts`: where its groups end; `lasting`: each turn's tokens no
     rule may shorten): the smallest row a segment could be, the head with the first group after it, or
     the head, the smallest summary and a later group (the carried tail may shrink to nothing). None when
     some segment could fit; else no segment could, and the row is never cut into rows that are all over."""
-    head_tokens = sum(lasting[:head])
     groups = list(zip([head, *cuts], cuts))
-    floors = [Floor(((0, head), (a, b)), head_tokens + sum(lasting[a:b]), summary_tokens if k else 0, fixed, target)
-              for k, (a, b) in enumerate(groups)]
+    floors = [group_floor(head, group, lasting, fixed, summary_tokens if k else 0, target)
+              for k, group in enumerate(groups)]
     if not floors:
+        head_tokens = sum(lasting[:head])
         return Floor(((0, head),), head_tokens, 0, fixed, target) if head_tokens + fixed > target else None
     best = min(floors, key=lambda f: f.tokens)
     return best if best.over_by > 0 else None

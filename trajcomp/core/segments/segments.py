@@ -23,7 +23,7 @@ from typing import Any, Sequence
 from ..dialects import compaction
 from ..summary.assembly import Assembler
 from ..config import CompressionConfig
-from ..planning.fit import Floor, segment_floor
+from ..planning.fit import Floor, group_floor, segment_floor
 from ..summary.passes import Passes
 from ..dialects.validity import alternation_parity
 from ..planning.planner import Decision, Plan, PlanParams, protected_bounds
@@ -158,10 +158,8 @@ class Segmenter:
         flagged, and none is bought for it. Only where the head and the group alternate without one between."""
         if self.config.cannot_fit == "shorten" or row.join or row.roles[head - 1] == "gpt" or row.roles[start] != "gpt":
             return False
-        lasting = self._lasting(row, head)
-        floor = Floor(((0, head), (start, c)), sum(lasting[:head]) + sum(lasting[start:c]),
-                      self._summary_cost(self._budget(0)), row.measured.overhead, self.config.target_max_tokens)
-        return floor.over_by > 0
+        return group_floor(head, (start, c), self._lasting(row, head), row.measured.overhead,
+                           self._summary_cost(self._budget(0)), self.config.target_max_tokens).over_by > 0
 
     def _lasting(self, row: Row, head: int) -> list[int]:
         """Each turn's tokens no rule may shorten: with compression.prune a tool output after the head may
