@@ -185,6 +185,8 @@ def test_the_dry_run_predicts_the_run_where_some_rows_cannot_fit(segments, tmp_p
         assert planned["reject_reasons"] == report["rows"]["reject_reasons"], cannot_fit
         assert planned["reject_reasons"] == ({"cannot_fit": 1} if cannot_fit == "reject" else {})
         assert planned["would_stay_over_target"] == sum(length(o) > TARGET for o in out), cannot_fit
+        # the run's decision, in both modes: shorten shortens the row; keep and reject decide it cannot fit
+        assert planned["decisions"]["cannot_fit"] == (cannot_fit != "shorten"), cannot_fit
         if segments:
             assert planned["rows_out"] == len(out) and planned["summaries"] == report["segments"]["summaries"]
             continue

@@ -43,23 +43,31 @@ class Estimate:
     pruning: Pruning | None = None  # with compression.prune
     previewed: Previewed | None = None  # with compression.segments: the rows the run would write (preview.py)
 
-    def add(self, total: int, decision: Decision, region_tokens: int, pruned_total: int | None = None) -> None:
-        """A row of `total` tokens (`pruned_total` once pruned) and its plan."""
+    def add(self, total: int, decision: Decision, region_tokens: int, pruned_total: int | None = None) -> str:
+        """A row of `total` tokens (`pruned_total` once pruned) and its plan; the decision it is counted under."""
         self.decisions[decision.value] += 1
         self.before.append(total)
         saved = region_tokens - self.params.summary_tokens if decision is Decision.COMPRESS else 0
         self.after.append(after := (total if pruned_total is None else pruned_total) - saved)
         self.fit += total > self.params.target_max_tokens >= after
+        return decision.value
 
-    def add_cannot_fit(self, total: int, decision: Decision, rejected: bool) -> None:
+    def add_cannot_fit(self, total: int, decision: Decision, rejected: bool) -> str:
         """A row no rule can make fit, as compression.cannot_fit keeps it (as it was) or rejects it: no summary;
         its decision is the plan's unless that was to compress (as the run names its outcome)."""
-        self.decisions[CANNOT_FIT if decision is Decision.COMPRESS else decision.value] += 1
+        counted = CANNOT_FIT if decision is Decision.COMPRESS else decision.value
+        self.decisions[counted] += 1
         self.before.append(total)
         if rejected:
             self.rejects[CANNOT_FIT] += 1
         else:
             self.after.append(total)
+        return counted
+
+    def decided_cannot_fit(self, planned: str) -> None:
+        """A row planned `planned` that the segments' row core found cannot fit: counted as the run decides it."""
+        self.decisions[planned] -= 1
+        self.decisions[CANNOT_FIT] += 1
 
     def add_pruned(self, measured: Measured, pruned: Pruned, before: Plan, after: Plan) -> None:
         """A pruned row: its stubs outside the region still planned (`after`), and whether a summary was avoided."""
@@ -121,32 +129,32 @@ def estimate(files: Iterable[FileJob], selection: Selection, counter: TokenCount
     # with segments, the previewer's own row core decides the rows that cannot fit (and rejects them)
     whole = None if previewer is not None or cfg.cannot_fit == "shorten" else cfg
     for chunk in _chunks(_valid_rows(files, selection, result, schema), BATCH_ROWS):
-        for row, measured in zip(chunk, _measures(chunk, lengths, cfg)):
-            _plan_row(result, pruner, row, measured, whole)
-        if previewer is not None:  # the rows the run would write, cut by its own row core
-            previewer.add(result.previewed, [row for *_, row in chunk])
+        measures = _measures(chunk, lengths, cfg)
+        planned = [_plan_row(result, pruner, row, measured, whole) for row, measured in zip(chunk, measures)]
+        if previewer is not None:  # the rows the run would write, cut by its own row core, which decides cannot_fit
+            cannot = previewer.add(result.previewed, [row for *_, row in chunk])
+            for decision in (d for d, no in zip(planned, cannot) if no):
+                result.decided_cannot_fit(decision)
     return result
 
 
-def _plan_row(result: Estimate, pruner: Pruner | None, row: tuple, measured: Measured, whole=None) -> None:
+def _plan_row(result: Estimate, pruner: Pruner | None, row: tuple, measured: Measured, whole=None) -> str:
     """The row planned as compress would plan it: after its stubs, with compression.prune; a row no rule can
     make fit decided first, as the run decides it (`whole`: the config, when compression.cannot_fit keeps or
-    rejects such a row)."""
+    rejects such a row). The decision it was counted under."""
     turns, adapter, native, _ = row
     roles, params = [t.role for t in turns], replace(result.params, alternation=adapter.alternation)
     p = _plan(roles, measured, params)
     if whole is not None and _cannot_fit(turns, adapter, measured, result.params, whole):
-        result.add_cannot_fit(p.total_tokens, p.decision, rejected=whole.cannot_fit == "reject")
-        return
+        return result.add_cannot_fit(p.total_tokens, p.decision, rejected=whole.cannot_fit == "reject")
     pruned = None
     if pruner is not None and p.decision is not Decision.SKIPPED_UNDER_TARGET:
         pruned = pruner.fit_here(native, adapter, turns, measured)
     if pruned is None:
-        result.add(p.total_tokens, p.decision, p.region_tokens)
-        return
+        return result.add(p.total_tokens, p.decision, p.region_tokens)
     now = _plan(roles, pruned.measured, params)
-    result.add(p.total_tokens, now.decision, now.region_tokens, now.total_tokens)
     result.add_pruned(measured, pruned, p, now)
+    return result.add(p.total_tokens, now.decision, now.region_tokens, now.total_tokens)
 
 
 def _cannot_fit(turns, adapter, measured: Measured, params: PlanParams, cfg) -> bool:

@@ -11,6 +11,7 @@ from typing import Any, Sequence
 
 from ...core.compressor import RowResult, TrajectoryCompressor
 from ...core.counting.tokens import TokenCounter
+from ...core.metrics import Outcome
 from ...summarizers import make_summarizer
 
 
@@ -32,10 +33,13 @@ class Previewer:
         self.target = cfg.target_max_tokens
         self.core = TrajectoryCompressor(offline, counter, make_summarizer("extractive", offline, counter))
 
-    def add(self, into: Previewed, rows: Sequence[dict[str, Any]]) -> None:
-        """The rows compressed as the run would, their figures added `into`."""
-        for result in asyncio.run(self.core.compress_rows(rows)):
+    def add(self, into: Previewed, rows: Sequence[dict[str, Any]]) -> list[bool]:
+        """The rows compressed as the run would, their figures added `into`; whether each one cannot fit, as
+        the run decides it (with segments, from the first group after the head too: core/planning/fit.py)."""
+        results = asyncio.run(self.core.compress_rows(rows))
+        for result in results:
             self._add(into, result)
+        return [_cannot_fit(result) for result in results]
 
     def _add(self, into: Previewed, result: RowResult) -> None:
         m = result.metrics
@@ -47,3 +51,9 @@ class Previewer:
         into.after += lengths
         into.summaries += m.summaries
         into.fit += m.original_tokens > self.target >= max(lengths)
+
+
+def _cannot_fit(result: RowResult) -> bool:
+    if result.rejected:
+        return result.reason == "cannot_fit"
+    return result.metrics is not None and result.metrics.outcome is Outcome.CANNOT_FIT
