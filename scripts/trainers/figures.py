@@ -45,6 +45,7 @@ def squeeze(text: str) -> str:
 
 
 def assistant_texts(row: dict) -> list[str]:
+    """The row's assistant texts as written (whitespace as it is: their tokens are the ones a trainer labels)."""
     turns = row.get("conversations") or row.get("messages") or []
     out = []
     for t in turns:
@@ -53,7 +54,7 @@ def assistant_texts(row: dict) -> list[str]:
             text = t.get("value", t.get("content")) or ""
             if t.get("tool_calls"):  # an OpenAI call: the template renders its arguments
                 text += json.dumps(t["tool_calls"])
-            out.append(squeeze(text))
+            out.append(text)
     return out
 
 
@@ -71,12 +72,13 @@ def runs(labels) -> list[tuple[int, int]]:
 def figures(inputs: dict, loaded: list[tuple], tokenizer, written: int, cut: int) -> Figures:
     """`inputs`: id -> input row; `loaded`: (id, input_ids, labels) of each row the trainer kept."""
     fig = Figures(rows_written=written, rows_loaded=len(loaded), rows_dropped=written - len(loaded), rows_cut=cut)
-    wanted = {key: Counter(assistant_texts(row)) for key, row in inputs.items()}
-    size = {}
-    for key, texts in wanted.items():
-        for text in texts:
-            size[(key, text)] = len(tokenizer(text, add_special_tokens=False)["input_ids"])
-            fig.assistant_tokens += size[(key, text)] * texts[text]
+    # Matched by the squeezed text (a decoded run's spacing may differ), sized by the text as written.
+    wanted, size = defaultdict(Counter), {}
+    for key, row in inputs.items():
+        for text in assistant_texts(row):
+            wanted[key][squeeze(text)] += 1
+            size[(key, squeeze(text))] = n = len(tokenizer(text, add_special_tokens=False)["input_ids"])
+            fig.assistant_tokens += n
     got: dict = defaultdict(Counter)
     for key, ids, labels in loaded:
         for start, end in runs(labels):

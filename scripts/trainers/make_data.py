@@ -17,6 +17,16 @@ TOKENIZER = ROOT / "data_samples" / "demo_tokenizer"
 ROWS = [(seed, 24 + 2 * seed) for seed in range(4)]
 TARGET = 3000  # about a quarter of the rows' rendered length (11-15k tokens)
 GENERATION = ROOT / "tests" / "fixtures" / "chatml_generation.jinja"  # for TRL's assistant_only_loss
+# Text rows in LLaMA-Factory's dialect are counted as its chatml template renders them (function_call as "Action: ...").
+LLAMAFACTORY = ROOT / "configs" / "templates" / "llamafactory_chatml.jinja"
+
+
+# LLaMA-Factory's rows carry the system prompt and the tools as columns (its sharegpt `system` and `tools`): its
+# template describes the tools in the system turn, so the count check covers that text too.
+BASH = {"type": "function", "function": {"name": "bash", "description": "Run a shell command in the repository.",
+        "parameters": {"type": "object", "properties": {"command": {"type": "string", "description": "The command."}},
+                       "required": ["command"]}}}
+FRAME = {"llamafactory": {"system": swe_rows.SYSTEM, "tools": json.dumps([BASH])}, "hermes": {}}
 
 
 def compress(src: Path, out: Path, *flags: str) -> None:
@@ -34,11 +44,13 @@ def main(out: Path) -> None:
     for dialect in ("llamafactory", "hermes"):
         with open(out / f"{dialect}_in.jsonl", "w", encoding="utf-8") as f:
             for seed, steps in ROWS:
-                f.write(json.dumps({**swe_rows.row(dialect, seed, steps), "id": f"{dialect}-{seed}"}) + "\n")
+                row = {**swe_rows.row(dialect, seed, steps), **FRAME[dialect], "id": f"{dialect}-{seed}"}
+                f.write(json.dumps(row) + "\n")
     for segments in ("segments", "plain"):
         flags = ("--segments",) if segments == "segments" else ()
-        for dialect in ("llamafactory", "hermes"):
-            compress(out / f"{dialect}_in.jsonl", out / f"{dialect}_{segments}.jsonl", *flags)
+        compress(out / "llamafactory_in.jsonl", out / f"llamafactory_{segments}.jsonl", *flags,
+                 "--chat-template", str(LLAMAFACTORY))
+        compress(out / "hermes_in.jsonl", out / f"hermes_{segments}.jsonl", *flags)
         compress(out / "llamafactory_in.jsonl", out / f"tokens_{segments}", "--token-rows", "--output-format", "hf",
                  *flags)
     (out / "meta.json").write_text(json.dumps({"target": TARGET, "tokenizer": str(TOKENIZER),

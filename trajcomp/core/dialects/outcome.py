@@ -24,7 +24,7 @@ def output_text(content: Any) -> str:
     """An output's own text: a string as it is (a JSON one read first), a JSON value's strings one a line
     (its numbers and flags are its status, not its text), a bare number as written."""
     if isinstance(content, str):
-        parsed = _json(content)
+        parsed = json_or_none(content)
         content = parsed if isinstance(parsed, (dict, list)) else content
     if isinstance(content, (int, float)) and not isinstance(content, bool):
         return json.dumps(content)
@@ -75,7 +75,8 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
-def _json(text: str) -> Any:
+def json_or_none(text: str) -> Any:
+    """A text's JSON value, or None where the text is no JSON (a tool output, a call's text: either may be)."""
     try:
         return json.loads(text)
     except ValueError:

@@ -17,6 +17,7 @@ from typing import Any, Mapping
 from .frame import NO_FRAME, Chat, Frame, frame_of
 from .observations import BUILT_IN, prefix_of, resolve
 from .openai_rows import OPENAI, OPENAI_NAMES
+from .outcome import json_or_none
 from .turn import RowError, Turn  # noqa: F401  (the turn types, named with the row schemas)
 
 ROLES = ("system", "human", "gpt", "tool")
@@ -140,8 +141,18 @@ class ShareGPT:
     def chat_messages(self, native: list[dict[str, Any]], chat_roles: dict[str, str]) -> Chat:
         """The turns as a chat template takes them: {"role", "content"}, roles mapped by `chat_roles` (an
         observation by its row's role name: the template renders the user turn it is); with the row's frame."""
-        return Chat([{"role": chat_roles[self.roles[t[self.role_key]]], "content": t[self.text_key]} for t in native],
-                    self.frame)
+        return Chat([self._message(t, chat_roles) for t in native], self.frame)
+
+    def _message(self, turn: dict[str, Any], chat_roles: dict[str, str]) -> dict[str, Any]:
+        message = {"role": chat_roles[self.roles[turn[self.role_key]]], "content": turn[self.text_key]}
+        if turn[self.role_key] == "function_call":
+            # LLaMA-Factory renders a call from its JSON, not as the text (its chatml: "Action: NAME\nAction
+            # Input: ARGS"); a template that renders it so (configs/templates/) reads the call here. Others
+            # ignore the key.
+            call = json_or_none(turn[self.text_key])
+            if isinstance(call, (dict, list)):
+                message["function_call"] = call
+        return message
 
 
 SHAREGPT = ShareGPT()

@@ -11,13 +11,12 @@ Styles (`compression.prune_style`):
 
 from __future__ import annotations
 
-import json
 import re
 import string
 from dataclasses import dataclass
 from typing import Any
 
-from ..dialects.outcome import error_line, failed, line_count, output_text
+from ..dialects.outcome import error_line, failed, json_or_none, line_count, output_text
 
 STYLES = ("hermes", "swe-agent", "openhands", "template")
 TEMPLATE_FIELDS = ("tool", "argument", "exit_code", "error", "lines", "chars", "later")
@@ -48,7 +47,7 @@ class Output:
     def of(cls, tool: str, arguments: Any, content: Any) -> "Output":
         """The output `content` (a string, or the JSON value a tool returned) of a call with `arguments`."""
         if isinstance(content, str):
-            parsed = _json(content)
+            parsed = json_or_none(content)
             content = parsed if isinstance(parsed, (dict, list)) else content
         text = output_text(content)
         exit_code = _exit_code(content, text)
@@ -139,7 +138,7 @@ def _trial_problem(template: str) -> str | None:
 def main_argument(arguments: Any) -> str:
     """What a call was about: its command, path or query, else its first string argument."""
     if isinstance(arguments, str):
-        parsed = _json(arguments)
+        parsed = json_or_none(arguments)
         arguments = parsed if isinstance(parsed, dict) else arguments
     if not isinstance(arguments, dict):
         return arguments if isinstance(arguments, str) else ""
@@ -157,13 +156,6 @@ def _exit_code(content: Any, text: str) -> int | None:
                 return value
     found = _EXIT_TEXT.search(text)
     return int(found.group(1)) if found else None
-
-
-def _json(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
 
 
 def _one_line(text: str, limit: int) -> str:
