@@ -29,7 +29,8 @@ def run(src: Path, out: Path, url: str, concurrency: int, tokenizer: str, *extra
     args = [
         sys.executable, "-m", "trajcomp.cli", "compress", str(src), "-o", str(out), "--tokenizer", tokenizer,
         "--target-max-tokens", "1500", "--summary-target-tokens", "150", "--summarizer", "openai",
-        "--base-url", url, "--model", "test-model", "--concurrency", str(concurrency), "--no-cache", "--json", *extra,
+        "--base-url", url, "--model", "test-model", "--concurrency", str(concurrency), "--no-cache", "--json",
+        "--cannot-fit", "shorten", *extra,  # every row over the target makes its request, as it did before keep
     ]
     return json.loads(subprocess.run(args, check=True, capture_output=True, text=True, cwd=ROOT).stdout)
 

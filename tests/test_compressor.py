@@ -35,8 +35,9 @@ def tok(request) -> tuple[str, TokenCounter]:
 
 def make(tok, summarizer: Summarizer | None = None, **overrides) -> TrajectoryCompressor:
     path, counter = tok
+    # shorten: these tests are about how rows are shortened, many of them rows no rule can make fit
     cfg = CompressionConfig(tokenizer_name=path, **{"target_max_tokens": 2000, "summary_target_tokens": 200,
-                                                    **overrides})
+                                                    "cannot_fit": "shorten", **overrides})
     return TrajectoryCompressor(cfg, counter=counter, summarizer=summarizer)
 
 
@@ -328,7 +329,7 @@ def test_small_summary_target_is_respected(tok):
     prefix = counter.count([SUMMARY_PREFIX + " "])[0]
     summary_target = prefix + 21  # body budget 21 < the note (22-26 tokens with these tokenizers)
     cfg = CompressionConfig(tokenizer_name=path, target_max_tokens=summary_target + 1,
-                            summary_target_tokens=summary_target)
+                            summary_target_tokens=summary_target, cannot_fit="shorten")
     # The extractive summarizer on the real counter, behind a guard that turns a runaway fit() into an error
     # (fit() can loop forever at such budgets, see test_extractive.py).
     summarizer = ExtractiveSummarizer(cfg, _CallLimited(counter))
@@ -345,7 +346,7 @@ def test_small_summary_target_with_a_short_follow_up_terminates(bpe_tokenizer):
     counter = _COUNTERS.get(path) or TokenCounter(path)
     prefix = counter.count([SUMMARY_PREFIX + " "])[0]
     cfg = CompressionConfig(tokenizer_name=path, target_max_tokens=prefix + 21,
-                            summary_target_tokens=prefix + 20)
+                            summary_target_tokens=prefix + 20, cannot_fit="shorten")
     c = TrajectoryCompressor(cfg, counter=counter, summarizer=ExtractiveSummarizer(cfg, _CallLimited(counter)))
     reasoning = "The build fails because the configuration file is missing from the repository root. " * 3
     turns = hermes(1, 3)[:4] + [
@@ -548,7 +549,7 @@ def test_concurrent_rows_match_sequential_rows(tok, summarizer):
 
 
 def test_async_context_manager_and_compressor_from_config_alone(bpe_tokenizer):
-    cfg = CompressionConfig(tokenizer_name=str(bpe_tokenizer), target_max_tokens=3000, summary_target_tokens=300)
+    cfg = CompressionConfig(tokenizer_name=str(bpe_tokenizer), target_max_tokens=3000, summary_target_tokens=300, cannot_fit="shorten")
 
     async def go():
         async with TrajectoryCompressor(cfg) as c:

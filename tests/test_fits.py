@@ -241,7 +241,7 @@ def test_a_rendering_likely_over_its_target_is_encoded_once_with_its_offsets(tem
 def test_no_row_reported_as_fitting_renders_over_the_target(templated, template):
     target = 5000
     cfg = CompressionConfig(tokenizer_name=str(templated[template]), count_mode="chat_template",
-                            target_max_tokens=target, summary_target_tokens=300)
+                            target_max_tokens=target, summary_target_tokens=300, cannot_fit="shorten")
     counter = TokenCounter.for_config(cfg)
     rows = sample_rows(12)
     rows += [as_openai(r) for r in rows[:4]]
@@ -321,7 +321,7 @@ def test_a_summary_that_saves_only_the_notice_leaves_the_row_as_it_was(bpe_token
     row = prose_row()
     system = row["conversations"][0]["value"]
     cfg = CompressionConfig(tokenizer_name=str(bpe_tokenizer), target_max_tokens=500, summary_target_tokens=50,
-                            max_passes=1)
+                            max_passes=1, cannot_fit="shorten")
     notice = counter.count([system + cfg.summary_notice_text])[0] - counter.count([system])[0]
     (result,) = compress_rows(cfg, [row], Sized(counter, notice + saved_beyond_notice))
     m = result.metrics

@@ -108,7 +108,7 @@ def test_map_function_in_users_own_map_gives_the_cli_rows(rows, cli_rows):
 
     ds = datasets.Dataset.from_list(rows)
     fn = map_function({"tokenizer": {"name": str(SAMPLES / "demo_tokenizer")},
-                       "compression": {"target_max_tokens": 4000, "summary_target_tokens": 300},
+                       "compression": {"target_max_tokens": 4000, "summary_target_tokens": 300, "cannot_fit": "shorten"},
                        "processing": {"max_concurrent_requests": 8}})
     assert_same_as_cli(ds.map(fn, batched=True).to_list(), cli_rows)
     typed = ds.map(fn, batched=True, batch_size=5, features=fn.features(ds.features))
@@ -239,7 +239,7 @@ def test_openai_summarizer_one_session_per_worker_process(tmp_path, rows):
         cli, _ = cli_run(tmp_path, rows, *url)
         server.reset()
         config = {"tokenizer": {"name": str(SAMPLES / "demo_tokenizer")},
-                  "compression": {"target_max_tokens": 4000, "summary_target_tokens": 300},
+                  "compression": {"target_max_tokens": 4000, "summary_target_tokens": 300, "cannot_fit": "shorten"},
                   "summarization": {"summarizer": "openai", "base_url": server.base_url, "model": "test-model"},
                   "processing": {"max_concurrent_requests": 4}}
         out = compress_dataset(datasets.Dataset.from_list(rows), config, num_proc=2, batch_size=2)
@@ -374,13 +374,14 @@ def test_openai_message_rows_equal_the_clis_dataset_folder(tmp_path):
         rows.append({**row, "id": i})
     ds = datasets.Dataset.from_list(rows)
     write_jsonl(tmp_path / "in.jsonl", ds.to_list())
-    flags = ["--tokenizer", str(SAMPLES / "demo_tokenizer"), "--target-max-tokens", "300", "--summary-target-tokens", "60"]
+    flags = ["--tokenizer", str(SAMPLES / "demo_tokenizer"), "--target-max-tokens", "300", "--summary-target-tokens", "60",
+             "--cannot-fit", "shorten"]
     result = run_cli("compress", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out"), "--output-format", "hf", "-q", *flags)
     assert result.code == 0, result.stderr
     cli = datasets.load_from_disk(tmp_path / "out").to_list()
     assert [r["compression_metrics"]["outcome"] for r in cli] == ["compressed"] * 3
     config = {"tokenizer": {"name": str(SAMPLES / "demo_tokenizer")},
-              "compression": {"target_max_tokens": 300, "summary_target_tokens": 60}}
+              "compression": {"target_max_tokens": 300, "summary_target_tokens": 60, "cannot_fit": "shorten"}}
     # The summary message has the other messages' keys as nulls, in the CLI's typed output as here.
     assert compress_dataset(ds, config, metrics_column=None).to_list() == cli
 
@@ -391,7 +392,7 @@ def test_summaries_failing_in_a_row_stop_the_map(rows):
 
     with ServerThread(fail_first_n=10**6, fail_status=400) as server:  # 400: not retried
         config = {"tokenizer": {"name": str(SAMPLES / "demo_tokenizer")},
-                  "compression": {"target_max_tokens": 4000, "summary_target_tokens": 300},
+                  "compression": {"target_max_tokens": 4000, "summary_target_tokens": 300, "cannot_fit": "shorten"},
                   "summarization": {"summarizer": "openai", "base_url": server.base_url, "model": "test-model"},
                   "processing": {"max_consecutive_failures": 3}}
         with pytest.raises(SummariesFailing, match="3 summaries in a row failed"):

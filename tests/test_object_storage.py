@@ -126,7 +126,7 @@ def test_a_cache_in_object_storage_answers_another_run(s3, tmp_path):
     with ServerThread() as server:
         flags = ("--tokenizer", str(SAMPLES / "demo_tokenizer"), "--target-max-tokens", "800",
                  "--summary-target-tokens", "120", "--summarizer", "openai", "--base-url", server.base_url,
-                 "--model", "test-model", "--cache-dir", "s3://bucket/summaries", "-q")
+                 "--model", "test-model", "--cache-dir", "s3://bucket/summaries", "--cannot-fit", "shorten", "-q")
         first = run_cli("compress", str(src), "-o", str(tmp_path / "a.jsonl"), "--workers", "2", *flags, env=env)
         assert first.code == 0, first.stderr
         paid = server.stats.requests

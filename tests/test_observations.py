@@ -37,7 +37,7 @@ RUNS = {"plain": {}, "prune": {"prune": True}, "segments": {"segments": True},
 
 def compress(rows: list[dict], target: int, **extra):
     cfg = CompressionConfig(tokenizer_name=str(DEMO_TOKENIZER), target_max_tokens=target, summary_target_tokens=200,
-                            **extra)
+                            **{"cannot_fit": "shorten", **extra})
 
     async def go():
         async with TrajectoryCompressor(cfg, counter=COUNTER) as compressor:
@@ -115,7 +115,7 @@ def test_a_bad_observations_value_is_a_config_error(value):
 
 def test_the_flag_reaches_the_run_and_a_bad_config_is_one_line_and_exit_2(tmp_path):
     rows = write_jsonl(tmp_path / "in.jsonl", [swe_agent()])
-    common = ("compress", str(rows), "--tokenizer", str(DEMO_TOKENIZER), "--target-max-tokens", "4500", "--prune", "-q")
+    common = ("compress", str(rows), "--tokenizer", str(DEMO_TOKENIZER), "--target-max-tokens", "4500", "--prune", "--cannot-fit", "shorten", "-q")
     done = run_cli(*common, "-o", str(tmp_path / "none.jsonl"), "--observations", "none")
     assert done.code == 0, done.stderr
     assert "[pruned]" not in (tmp_path / "none.jsonl").read_text()

@@ -191,6 +191,7 @@ def counter(bpe_tokenizer) -> TokenCounter:
 def config(bpe_tokenizer, **kw) -> CompressionConfig:
     kw.setdefault("target_max_tokens", 1500)
     kw.setdefault("summary_target_tokens", 120)
+    kw.setdefault("cannot_fit", "shorten")  # the tests are about how messages are shortened
     return CompressionConfig(tokenizer_name=str(bpe_tokenizer), **kw)
 
 
@@ -658,6 +659,7 @@ def test_property_compression_always_keeps_calls_and_answers_paired(
     OPENAI.native_turns({"messages": messages})
     cfg = CompressionConfig(
         tokenizer_name=str(bpe_tokenizer),
+        cannot_fit="shorten",
         target_max_tokens=max(target, summary + 1),
         summary_target_tokens=summary,
         protect_last_n_turns=protect_last,

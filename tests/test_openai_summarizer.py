@@ -142,6 +142,7 @@ def base_args(inp: Path, out: Path, tokenizer: Path, base_url: str) -> list[str]
         "--target-max-tokens", str(TARGET), "--summary-target-tokens", str(SUMMARY_TARGET),
         "--summarizer", "openai", "--base-url", base_url, "--model", MODEL, "--api-key-env", NO_KEY_ENV,
         "--max-retries", "3", "--retry-delay", "0.01", "--request-timeout", "5", "--quiet",
+        "--cannot-fit", "shorten",  # these rows are about the summarizer; a later --cannot-fit wins
     ]
 
 
@@ -389,7 +390,7 @@ def test_408_and_409_are_retried(srv, data, tmp_path, bpe_tokenizer):
 def make_config(base_url: str, **overrides: Any) -> CompressionConfig:
     values = dict(summarizer="openai", base_url=base_url, summarization_model=MODEL, api_key_env=NO_KEY_ENV,
                   retry_delay=0.01, request_timeout=5.0, max_retries=3, summary_target_tokens=SUMMARY_TARGET,
-                  target_max_tokens=TARGET)
+                  target_max_tokens=TARGET, cannot_fit="shorten")
     values.update(overrides)
     return CompressionConfig(**values)
 

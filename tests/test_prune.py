@@ -39,7 +39,7 @@ def compress_all(cfg: CompressionConfig, rows: list[dict]):
 def swe_config(dialect: str, **extra) -> CompressionConfig:
     dialect_key = "llamafactory" if dialect == "llamafactory" else "auto"
     return CompressionConfig(tokenizer_name=str(DEMO_TOKENIZER), target_max_tokens=6000, summary_target_tokens=300,
-                             input_dialect=dialect_key, **extra)
+                             input_dialect=dialect_key, **{"cannot_fit": "shorten", **extra})
 
 
 @pytest.fixture(scope="module")

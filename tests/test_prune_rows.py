@@ -239,7 +239,8 @@ def test_llamafactory_agent_rows_are_fit_by_stubs_and_keep_the_alternation(tmp_p
     src = write_jsonl(tmp_path / "lf.jsonl", rows)
     cfg = tmp_path / "lf.yaml"
     cfg.write_text(f"input:\n  dialect: llamafactory\ntokenizer:\n  name: {DEMO_TOKENIZER}\n"
-                   "compression:\n  target_max_tokens: 6000\n  summary_target_tokens: 300\n", encoding="utf-8")
+                   "compression:\n  target_max_tokens: 6000\n  summary_target_tokens: 300\n  cannot_fit: shorten\n",
+                   encoding="utf-8")
     outcomes = {}
     for flag in ("", "--prune"):
         out = tmp_path / f"out{flag}.jsonl"

@@ -133,7 +133,7 @@ def server():
 
 def cli_compress(tmp_path, base_url: str, tokenizer, *extra: str):
     return run_cli("compress", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl"), "--tokenizer",
-                   str(tokenizer), "--target-max-tokens", "2000", "--summary-target-tokens", "200",
+                   str(tokenizer), "--target-max-tokens", "2000", "--summary-target-tokens", "200", "--cannot-fit", "shorten",
                    "--summarizer", "openai", "--base-url", base_url, "--model", MODEL, "--api-key-env", NO_KEY_ENV,
                    "--max-retries", "1", "--retry-delay", "0.01", "-q", *extra)
 

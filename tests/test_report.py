@@ -25,7 +25,7 @@ def runs(tmp_path_factory, bpe_tokenizer, wordpiece_tokenizer):
         d = tmp_path_factory.mktemp(name)
         src = write_lines(d / "trajs.jsonl", lines)
         dirs[name] = d
-        commands.append(("compress", str(src), "--tokenizer", str(tok), *BUDGET, "--quiet"))
+        commands.append(("compress", str(src), "--tokenizer", str(tok), *BUDGET, "--cannot-fit", "shorten", "--quiet"))
     results = dict(zip(toks, run_parallel(*commands)))
     return rows, toks, dirs, results
 

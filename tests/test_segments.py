@@ -49,7 +49,8 @@ def segmented(row, mode: str, tokenizer: str = "demo", **overrides):
     counter = COUNTERS[tokenizer]
     target = max(length(row, mode, counter) // 4, 1200)
     cfg = CompressionConfig(tokenizer_name=counter.name, segments=True, count_mode=mode,
-                            target_max_tokens=target, summary_target_tokens=target // 6, **overrides)
+                            target_max_tokens=target, summary_target_tokens=target // 6,
+                            **{"cannot_fit": "shorten", **overrides})
     return asyncio.run(TrajectoryCompressor(cfg, counter=counter).compress_row(row)), cfg, counter
 
 
@@ -206,7 +207,8 @@ def test_at_a_quarter_of_their_length_every_segment_fits_with_the_default_config
     assert len(rows) == len(swe) + 5  # docs/compression.md says how many sample rows can fit whole
     for row in rows:
         target = length(row, mode) // 4
-        cfg = CompressionConfig(tokenizer_name=COUNTER.name, segments=True, count_mode=mode, target_max_tokens=target)
+        cfg = CompressionConfig(tokenizer_name=COUNTER.name, segments=True, count_mode=mode, target_max_tokens=target,
+                                cannot_fit="shorten")
         result = asyncio.run(TrajectoryCompressor(cfg, counter=COUNTER).compress_row(row))
         assert all(length(out, mode) <= target for out in result.rows), row["id"]
         assert result.metrics.assistant_tokens_trained == result.metrics.assistant_tokens

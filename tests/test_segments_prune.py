@@ -68,7 +68,7 @@ def over_target(rows, mode: str, prune: bool) -> tuple[int, int, int]:
     for row in rows:
         target = max(length(row, mode) // 4, 1000)
         cfg = CompressionConfig(tokenizer_name=COUNTER.name, segments=True, count_mode=mode,
-                                target_max_tokens=target, prune=prune)
+                                target_max_tokens=target, prune=prune, cannot_fit="shorten")
         result = asyncio.run(TrajectoryCompressor(cfg, counter=COUNTER).compress_row(row))
         fmt = RowSchema().adapter(row)
         for o in result.rows:  # over only where the issue allows it: flagged, and no cut could fit it

@@ -57,7 +57,8 @@ def row(*followups: tuple[int, str]) -> list[dict[str, str]]:
 
 
 def config(**overrides: Any) -> CompressionConfig:
-    values = dict(tokenizer_name=str(DEMO_TOKENIZER), target_max_tokens=2500, summary_target_tokens=600)
+    values = dict(tokenizer_name=str(DEMO_TOKENIZER), target_max_tokens=2500, summary_target_tokens=600,
+                  cannot_fit="shorten")
     return CompressionConfig(**{**values, **overrides})
 
 
@@ -190,7 +191,7 @@ def test_cli_takes_the_style_and_prefix(tmp_path):
     out = tmp_path / "out.jsonl"
     result = run_cli("compress", str(inp), "-o", str(out), "--tokenizer", str(DEMO_TOKENIZER), "-q",
                      "--target-max-tokens", "2500", "--summary-target-tokens", "600",
-                     "--summary-style", "handoff", "--summary-prefix", "## Handoff")
+                     "--summary-style", "handoff", "--summary-prefix", "## Handoff", "--cannot-fit", "shorten")
     assert result.code == 0, result.stderr
     written = json.loads(out.read_text(encoding="utf-8"))
     region = written["compression_metrics"]["compression_region"]

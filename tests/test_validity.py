@@ -153,7 +153,8 @@ def config(row: dict, frac: float, summary: int, last_n: int, flags, **extra) ->
     target = max(summary + 1, int(total * frac))
     return CompressionConfig(tokenizer_name=str(DEMO_TOKENIZER), target_max_tokens=target,
                              summary_target_tokens=summary, protect_last_n_turns=last_n, protect_first_gpt=flags[0],
-                             protect_first_tool=flags[1], add_summary_notice=flags[2], **extra)
+                             protect_first_tool=flags[1], add_summary_notice=flags[2],
+                             **{"cannot_fit": "shorten", **extra})
 
 
 row_cases = st.tuples(st.sampled_from(DIALECTS), steps, st.booleans(), st.floats(0.1, 0.9), st.integers(60, 400),

@@ -274,6 +274,7 @@ def test_a_worker_dying_with_no_row_fails_the_rows_the_others_hold(bpe_tokenizer
         config = CompressionConfig(
             tokenizer_name=str(bpe_tokenizer), target_max_tokens=800, summary_target_tokens=120, summarizer="openai",
             base_url=server.base_url, summarization_model="test-model", api_key_env=NO_KEY_ENV, max_concurrent_requests=2,
+            cannot_fit="shorten",  # the row cannot fit in 800: shortened, it buys the summary held here
         )
 
         async def run() -> None:
@@ -282,7 +283,9 @@ def test_a_worker_dying_with_no_row_fails_the_rows_the_others_hold(bpe_tokenizer
             freeze(server)  # after the workers' preflight: from now on calls are held
             try:
                 row = asyncio.ensure_future(pool.compress_row(hermes_row(1)))
+                deadline = time.monotonic() + 30
                 while server.server.stats.in_flight == 0:  # the row's summary call is held by the server
+                    assert time.monotonic() < deadline and not row.done(), "the row made no summary call"
                     await asyncio.sleep(0.05)
                 os.kill(pool._procs[1].pid, signal.SIGKILL)
                 with pytest.raises(WorkerDied, match="worker process 1"):
@@ -309,7 +312,7 @@ def test_workers_take_the_runs_folder_and_environment_not_the_fork_servers(bpe_t
         config = CompressionConfig(
             tokenizer_name=f"./{bpe_tokenizer.name}", target_max_tokens=800, summary_target_tokens=120, summarizer="openai",
             base_url=server.base_url, summarization_model="test-model", api_key_env="TRAJCOMP_TEST_KEY",
-            max_concurrent_requests=2)
+            max_concurrent_requests=2, cannot_fit="shorten")  # the row buys a summary, so the key is sent
 
         async def run() -> None:
             pool = WorkerPool(config, TokenCounter(str(bpe_tokenizer)), None, 2)

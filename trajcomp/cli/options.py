@@ -85,7 +85,7 @@ OnFailure = Annotated[Optional[str], typer.Option(
 )]
 CannotFit = Annotated[Optional[str], typer.Option(
     help="A row no rule can make fit (its protected turns and smallest summary over the target): keep (as it "
-        "was, no request), reject (to the rejects file) or shorten (summarized anyway, flagged; default).",
+        "was, flagged, no request; default), reject (to the rejects file) or shorten (summarized anyway, flagged).",
 )]
 NoCache = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the summary cache.")]
 CacheDir = Annotated[Optional[str], typer.Option(

@@ -77,7 +77,7 @@ class CompressionConfig:
     tail_tokens: int = 0  # a segment's carried tail by tokens (0: protected_turns.last_n_turns turns)
     # A row whose protected turns and smallest summary are over the target (core/planning/fit.py), decided before
     # any summary: keep (as it was, no request), reject (to the rejects file) or shorten (summarized anyway).
-    cannot_fit: str = "shorten"
+    cannot_fit: str = "keep"  # the default: no money on a summary that cannot help
     # protected_turns
     protect_first_system: bool = True
     protect_first_human: bool = True
