@@ -14,6 +14,10 @@ from conftest import read_jsonl, write_jsonl
 from openai_server import BAD_ANSWERS, ServerThread
 from test_fits import qwen3_folder
 from test_openai_summarizer import MODEL, compress, summary_turns
+from test_segments import unmarked
+
+from trajcomp.core.dialects.rows import RowSchema
+from trajcomp.core.dialects.validity import alternation_parity, problems
 
 TARGET = 900
 WORDS = ("the agent reads the repository layout runs the failing test inspects the traceback and edits "
@@ -59,9 +63,9 @@ MODES = {"turns": [], "chat_template": ["--count-mode", "chat_template"]}
 SHAPES = {"plain": [], "prune": ["--prune"], "segments": ["--segments"], "both": ["--prune", "--segments"]}
 
 
-def run(tmp_path: Path, srv, tok, mode: str, shape: str, cannot_fit: str, summarizer: str, name: str):
+def run(tmp_path: Path, srv, tok, mode: str, shape: str, cannot_fit: str, summarizer: str, name: str, *more: str):
     extra = [*MODES[mode], *SHAPES[shape], "--target-max-tokens", str(TARGET), "--cannot-fit", cannot_fit,
-             "--summarizer", summarizer, "--no-cache"]
+             "--summarizer", summarizer, "--no-cache", *more]
     if mode == "chat_template":
         extra += ["--tokenizer", str(qwen3_folder())]
     return compress(tmp_path, srv.base_url, tok, *extra, out_name=f"{name}.jsonl")
@@ -150,28 +154,48 @@ def test_no_refusal_enters_a_row_or_the_cache_whatever_the_status(kind, srv, tmp
             assert {x["compression_metrics"]["status"] for x in r.rows} <= {"failed", "under_target", "cannot_fit"}
 
 
-def mixed_row() -> dict:
-    """A row whose segments fit but one: a tool output alone longer than the target, amid short ones."""
-    conv = [{"from": "system", "value": "You are a coding agent."}, {"from": "human", "value": "Task: fix the parser."}]
+def mixed_row(shape: str = "calls") -> dict:
+    """A row whose segments fit but one: a tool output alone longer than the target, amid short ones. Its
+    group opens with the call (`calls`), with a user turn (`asks`: after the head's user turn, only a summary
+    or a join keeps the roles alternating), or in LLaMA-Factory's alternation (`llamafactory`: it opens with
+    the observation, which joins the head's user turn)."""
+    lf = shape == "llamafactory"
+    conv = [] if lf else [{"from": "system", "value": "You are a coding agent."}]
+    conv.append({"from": "human", "value": "Task: fix the parser."})
     for s in range(8):
-        conv.append({"from": "gpt", "value": f'<tool_call>\n{{"name": "terminal", "arguments": {{"command": "pytest -k case{s}"}}}}\n</tool_call>'})
+        if shape == "asks" and s == 4:
+            conv.append({"from": "human", "value": "Now run the whole suite and read its log."})
+        call = {"name": "terminal", "arguments": {"command": f"pytest -k case{s}"}}
+        content = prose(1200 if s == 4 else 40, s)
+        if lf:
+            conv += [{"from": "function_call", "value": json.dumps(call)}, {"from": "observation", "value": content}]
+            continue
+        conv.append({"from": "gpt", "value": f"<tool_call>\n{json.dumps(call)}\n</tool_call>"})
         conv.append({"from": "tool", "value": "<tool_response>\n" + json.dumps(
-            {"tool_call_id": f"c{s}", "name": "terminal", "content": prose(1200 if s == 4 else 40, s)}) + "\n</tool_response>"})
+            {"tool_call_id": f"c{s}", "name": "terminal", "content": content}) + "\n</tool_response>"})
     conv.append({"from": "gpt", "value": "Fixed."})
     return {"id": "mixed", "conversations": conv}
 
 
+# the head (system, task) ends on the user's turn: the segment opening with the next user turn joins it
+HEAD_ENDS_ON_USER = "protected_turns:\n  first_gpt: false\n  first_tool: false\n"
+
+
+@pytest.mark.parametrize("shape, head", [("calls", ""), ("asks", ""), ("asks", HEAD_ENDS_ON_USER),
+                                         ("llamafactory", "")])
 @pytest.mark.parametrize("mode", list(MODES))
-def test_no_summary_is_bought_for_the_one_segment_that_cannot_fit(mode, srv, tmp_path, bpe_tokenizer):
+def test_no_summary_is_bought_for_the_one_segment_that_cannot_fit(mode, shape, head, srv, tmp_path, bpe_tokenizer):
     """--segments: the segments that fit are compacted with summaries as always; the one over the target
     whatever it holds is written without one, flagged, under keep and reject. The report's
     bought_for_rows_over counts each output row's own summary (before: the input row's, 4 for 1 row over).
     (shorten runs with the extractive summarizer: the test server's answers on these rows fail its checks.)"""
-    write_jsonl(tmp_path / "in.jsonl", [mixed_row()])
+    write_jsonl(tmp_path / "in.jsonl", [mixed_row(shape)])
+    (tmp_path / "head.yaml").write_text(head)
     bought, requests = {}, {}
     for cannot_fit, summarizer in (("keep", "openai"), ("reject", "openai"), ("shorten", "extractive")):
         srv.reset()
-        r = run(tmp_path, srv, bpe_tokenizer, mode, "segments", cannot_fit, summarizer, cannot_fit)
+        r = run(tmp_path, srv, bpe_tokenizer, mode, "segments", cannot_fit, summarizer, cannot_fit,
+                "--config", str(tmp_path / "head.yaml"))
         assert r.code == 0 and not r.rejects, r.stderr
         over = [x for x in r.rows if x["compression_metrics"]["still_over_limit"]]
         fitting = [x for x in r.rows if not x["compression_metrics"]["still_over_limit"]]
@@ -180,5 +204,25 @@ def test_no_summary_is_bought_for_the_one_segment_that_cannot_fit(mode, srv, tmp
         bought[cannot_fit] = r.report["summarization"]["bought_for_rows_over"]
         assert bought[cannot_fit]["summaries"] == len(summary_turns(over[0])), cannot_fit
         requests[cannot_fit] = srv.stats.requests
+        assert_trainable(mixed_row(shape), r.rows)
     assert bought["keep"] == bought["reject"] == NONE_BOUGHT and requests["keep"] == requests["reject"] > 0
     assert bought["shorten"]["summaries"] == 1  # shorten buys the one summary the row over opens with
+
+
+def assert_trainable(row: dict, rows: list[dict]) -> None:
+    """Segment rows break nothing the input did not, keep an alternation, train each assistant turn once in
+    order, and hold every user turn's words."""
+    fmt = RowSchema().adapter(row)
+    native = fmt.native_turns(row)
+    trained, texts = [], []
+    for k, out in enumerate(rows):
+        turns = fmt.native_turns(out)
+        views = fmt.turns(turns)
+        if fmt.alternation:
+            assert alternation_parity([v.role for v in views]) is not None, k
+        continued = bool(fmt.alternation) and k < len(rows) - 1  # may end on a call the next row answers
+        assert not problems(turns, fmt, continued) - problems(native, fmt), k
+        trained += [t for t, v in zip(turns, views) if v.role == "gpt" and unmarked(t)]
+        texts += [v.text for v in views]
+    assert trained == [t for t, v in zip(native, fmt.turns(native)) if v.role == "gpt"]
+    assert all(any(v.text in text for text in texts) for v in fmt.turns(native) if v.role == "human")

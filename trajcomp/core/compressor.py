@@ -21,7 +21,8 @@ from .planning.planner import Decision, Plan, PlanParams
 from .planning.prune_fit import Pruned, Pruner, summary_avoided, with_pruning
 from .row_result import RowResult, SummaryExample  # noqa: F401  (named with the compressor)
 from .segments.segment_rows import Walked, bought, input_marks, replay_metrics, segment_rows, with_lineage, with_stubs
-from .segments.segments import Row, Segmenter
+from .segments.segments import Segmenter
+from .segments.walk import Row
 from .dialects.rows import SHAREGPT, RowError, RowSchema, Turn
 from .summary.sourcing import Sourcing
 from .summary.summarizer import Summarizer, SummarizerUnavailable, SummaryPending

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 from ..config import CompressionConfig
 from ..metrics import Outcome, RowMetrics
-from .segments import Replay, Row, Segment
+from .walk import Replay, Row, Segment
 
 
 def is_marked(turn: dict[str, Any], fmt, train_field: str) -> bool:

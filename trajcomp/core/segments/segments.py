@@ -17,7 +17,7 @@ too, so no assistant turn is in two rows (LLaMA-Factory trains every one it read
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Sequence
 
 from ..dialects import compaction
@@ -25,85 +25,11 @@ from ..summary.assembly import Assembler
 from ..config import CompressionConfig
 from ..planning.fit import Floor, group_floor, segment_floor
 from ..summary.passes import Passes
-from ..dialects.validity import alternation_parity
 from ..planning.planner import Decision, Plan, PlanParams, protected_bounds
 from ..planning.prune_fit import Pruner
-from ..planning.pruning import Candidate
-from ..row_result import SummaryExample
 from ..summary.sourcing import Sourcing
 from ..counting.tokens import Measured, TokenCounter
-from ..dialects.turn import Turn
-
-
-@dataclass
-class Segment:
-    """One output row in the making: its turns, each turn's input index (-1: the summary turn), where its
-    new turns start, and what its compaction did."""
-
-    native: list[dict[str, Any]]
-    origins: list[int]
-    new_from: int  # input turns from here on are new in this row (trained)
-    body_from: int  # where its input turns after the head (and the summary) start
-    end: int  # one past its last input turn
-    tokens: int
-    summarized: int = 0  # input turns its summary covers
-    carried: int = 0  # turns carried from the row before
-    cannot_fit: bool = False
-    closed: bool = False  # its closing outputs are stubs: the next group opens a new row
-    compacted: bool = False  # it opens with a summary its compaction bought (Replay.passes holds them in order)
-    estimated: bool = False  # `tokens` summed from the turns' costs (chat_template: counted when it is written)
-
-
-@dataclass
-class Replay:
-    """A row's segments, the summaries they used, and the passes' metrics, one per summary."""
-
-    segments: list[Segment]
-    examples: list[SummaryExample]
-    passes: list[Any]  # RowMetrics of each compaction
-    failed: Any = None  # the RowMetrics of a compaction that got no summary
-
-
-class Row:
-    """One input row's facts for the walk, and the stubs chosen so far (the turns as the agent's context holds them)."""
-
-    def __init__(self, native, fmt, turns: Sequence[Turn], measured: Measured, prefix: str):
-        self.native, self.fmt, self.turns, self.measured = native, fmt, list(turns), measured
-        self.roles = [t.role for t in turns]
-        self.join = bool(fmt.alternation) and alternation_parity(self.roles) is not None
-        self.summaries = {i for i, t in enumerate(turns) if compaction.is_summary(t.text, prefix)}
-        self.current, self.seen, self.costs = list(native), list(turns), list(measured.costs)
-        self.stubs: dict[int, Candidate] = {}  # input index -> its stub
-        self.closing: dict[int, tuple[Candidate, int]] = {}  # outputs stubbed in one row only, with the tokens saved
-        self.cut_list: list[int] = []  # where rows may end (cuts)
-        self.ahead: dict[tuple, tuple[int, int]] = {}  # chat_template: a view's farthest cut counted, that fits
-
-    def stub(self, i: int, candidate: Candidate, saved: int) -> None:
-        """Input turn `i` a stub from now on, `saved` tokens shorter."""
-        self.stubs[i] = candidate
-        self.current[i], self.seen[i] = candidate.native, Turn("tool", candidate.text)
-        self.costs[i] -= saved
-
-    def cuts(self, head: int) -> list[int]:
-        """Where a row may end: before a turn that is no result and follows no human turn; in an alternation
-        after any assistant turn (LLaMA-Factory trains a row ending on a function_call: the call, whose
-        observation opens the next row's tail with it); before a live summary; the row's end."""
-        n, roles = len(self.roles), self.roles
-        if self.join:
-            ok = [c for c in range(head + 1, n) if roles[c - 1] == "gpt"]
-        else:
-            ok = [c for c in range(head + 1, n) if roles[c] != "tool" and roles[c - 1] != "human"]
-        return sorted(set(ok) | {c for c in self.summaries if c >= head} | {n})
-
-    def cost(self, start: int, end: int) -> int:
-        return sum(self.costs[start:end])
-
-
-def folded(fmt, native: list[dict[str, Any]], into: int) -> list[dict[str, Any]]:
-    """`native` with its last turn's text appended to turn `into` (the summary's user turn), that turn gone."""
-    texts = [t.text for t in fmt.turns(native)]
-    joined = fmt.with_text(native[into], f"{texts[into]}\n\n{texts[-1]}")
-    return native[:into] + [joined] + native[into + 1:-1]
+from .walk import Replay, Row, Segment, folded
 
 
 class Segmenter:
@@ -130,7 +56,7 @@ class Segmenter:
             if grown is None and seg.end > max(head, seg.new_from):
                 out.segments.append(await self._exact(row, seg))
                 if self._hopeless(row, head, seg.end, c):  # the next row is over whatever it holds: no summary
-                    seg = await self._reopened(row, head, seg.end)  # (the next one bought covers these turns too)
+                    seg = await self._unsummarized(row, head, seg.end)  # (the next one bought covers these turns too)
                 else:
                     made, example, metrics = await self._compact(row, seg, head, c, previous, upto, len(out.segments))
                     if made is None:
@@ -155,8 +81,8 @@ class Segmenter:
     def _hopeless(self, row: Row, head: int, start: int, c: int) -> bool:
         """Whether a row of the head, the smallest summary and the group [start, c) is over the target (what no
         rule may shorten), under compression.cannot_fit keep or reject: that row is then written without a summary,
-        flagged, and none is bought for it. Only where the head and the group alternate without one between."""
-        if self.config.cannot_fit == "shorten" or row.join or row.roles[head - 1] == "gpt" or row.roles[start] != "gpt":
+        flagged, and none is bought for it. Not where only a summary could part two assistant turns."""
+        if self.config.cannot_fit == "shorten" or row.roles[head - 1] == row.roles[start] == "gpt":
             return False
         return group_floor(head, (start, c), self._lasting(row, head), row.measured.overhead,
                            self._summary_cost(self._budget(0)), self.config.target_max_tokens).over_by > 0
@@ -296,6 +222,14 @@ class Segmenter:
         """The row a live summary at `at` opens: the head, then the turns from the summary on."""
         native = list(row.current[:head])
         return Segment(native, list(range(head)), at, at, at, await self._tokens(row, native))
+
+    async def _unsummarized(self, row: Row, head: int, at: int) -> Segment:
+        """The row of the head and the turns from `at` on, with no summary between: a user-side turn at `at` joins
+        the head's user turn as it would join a summary's (_compact), so roles still alternate."""
+        if not (row.roles[head - 1] == "human" and row.roles[at] != "gpt" and (row.join or row.roles[at] == "human")):
+            return await self._reopened(row, head, at)
+        native = folded(row.fmt, row.current[:head] + [row.current[at]], head - 1)
+        return Segment(native, list(range(head)), at, at, at + 1, await self._tokens(row, native))
 
     async def _compact(self, row: Row, seg: Segment, head: int, c: int, previous: str | None, upto: int, index: int):
         """The row after `seg`, made to take the group up to `c`: head, summary, carried tail; with the
