@@ -142,6 +142,7 @@ BAD_LINES: list[tuple[str | bytes, str]] = [
     ('{"conversations": [{"value": "no role"}]}', "turn_missing_field"),
     ('{"conversations": [{"from": "human"}]}', "turn_missing_field"),
     ('{"conversations": [{"from": "human", "value": 5}]}', "turn_not_a_string"),
+    ('{"conversations": [{"from": ["human"], "value": "hi"}]}', "turn_not_a_string"),  # a role no dict key can be
     ('{"conversations": [{"from": "robot", "value": "hi"}]}', "unknown_role"),
 ]
 
