@@ -156,12 +156,14 @@ def test_no_refusal_enters_a_row_or_the_cache_whatever_the_status(kind, srv, tmp
 
 def mixed_row(shape: str = "calls") -> dict:
     """A row whose segments fit but one: a tool output alone longer than the target, amid short ones. Its
-    group opens with the call (`calls`), with a user turn (`asks`: after the head's user turn, only a summary
-    or a join keeps the roles alternating), or in LLaMA-Factory's alternation (`llamafactory`: it opens with
-    the observation, which joins the head's user turn)."""
+    group opens with the call (`calls`; `replies`: after the agent's first answer), with a user turn (`asks`:
+    after the head's user turn, only a summary or a join keeps the roles alternating), or in LLaMA-Factory's
+    alternation (`llamafactory`: it opens with the observation, which joins the head's user turn)."""
     lf = shape == "llamafactory"
     conv = [] if lf else [{"from": "system", "value": "You are a coding agent."}]
     conv.append({"from": "human", "value": "Task: fix the parser."})
+    if shape == "replies":  # the agent answers before its first call: a head of its first turns ends on it
+        conv.append({"from": "gpt", "value": "I will run the cases one by one."})
     for s in range(8):
         if shape == "asks" and s == 4:
             conv.append({"from": "human", "value": "Now run the whole suite and read its log."})
@@ -179,10 +181,12 @@ def mixed_row(shape: str = "calls") -> dict:
 
 # the head (system, task) ends on the user's turn: the segment opening with the next user turn joins it
 HEAD_ENDS_ON_USER = "protected_turns:\n  first_gpt: false\n  first_tool: false\n"
+# the head (system, task, the agent's first answer) ends on an assistant turn, the group opens with its call
+HEAD_ENDS_ON_AGENT = "protected_turns:\n  first_tool: false\n"
 
 
 @pytest.mark.parametrize("shape, head", [("calls", ""), ("asks", ""), ("asks", HEAD_ENDS_ON_USER),
-                                         ("llamafactory", "")])
+                                         ("replies", HEAD_ENDS_ON_AGENT), ("llamafactory", "")])
 @pytest.mark.parametrize("mode", list(MODES))
 def test_no_summary_is_bought_for_the_one_segment_that_cannot_fit(mode, shape, head, srv, tmp_path, bpe_tokenizer):
     """--segments: the segments that fit are compacted with summaries as always; the one over the target

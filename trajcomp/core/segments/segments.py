@@ -81,8 +81,8 @@ class Segmenter:
     def _hopeless(self, row: Row, head: int, start: int, c: int) -> bool:
         """Whether a row of the head, the smallest summary and the group [start, c) is over the target (what no
         rule may shorten), under compression.cannot_fit keep or reject: that row is then written without a summary,
-        flagged, and none is bought for it. Not where only a summary could part two assistant turns."""
-        if self.config.cannot_fit == "shorten" or row.roles[head - 1] == row.roles[start] == "gpt":
+        flagged, and none is bought for it."""
+        if self.config.cannot_fit == "shorten":
             return False
         return group_floor(head, (start, c), self._lasting(row, head), row.measured.overhead,
                            self._summary_cost(self._budget(0)), self.config.target_max_tokens).over_by > 0
