@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 from conftest import read_jsonl, write_jsonl
-from openai_server import BAD_ANSWERS, ServerThread
+from openai_server import BAD_ANSWERS
 from test_fits import qwen3_folder
-from test_openai_summarizer import MODEL, compress, summary_turns
+from test_openai_summarizer import compress, server_thread, srv, summary_turns  # noqa: F401 (fixtures)
 from test_segments import unmarked
 
 from trajcomp.core.dialects.rows import RowSchema
@@ -43,19 +43,6 @@ def swe_row(i: int, steps: int = 6) -> dict:
 
 def short_row() -> dict:
     return {"id": "short", "conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"}]}
-
-
-@pytest.fixture(scope="module")
-def server():
-    with ServerThread(models=[MODEL]) as st_:
-        yield st_
-
-
-@pytest.fixture
-def srv(server):
-    server.reset()
-    yield server
-    server.reset()
 
 
 NONE_BOUGHT = {"summaries": 0, "prompt_tokens": 0, "completion_tokens": 0}

@@ -12,8 +12,9 @@ import pytest
 from conftest import DEMO_TOKENIZER, ROOT, read_jsonl, run_cli, write_jsonl
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from openai_server import BAD_ANSWERS, ServerThread
-from test_openai_summarizer import MODEL, N_OVER, answer_of, compress, hermes_rows, summary_turns
+from openai_server import BAD_ANSWERS
+from test_openai_summarizer import (MODEL, N_OVER, answer_of, compress, hermes_rows,  # noqa: F401 (fixtures)
+                                    server_thread, srv, summary_turns)
 
 from trajcomp.core.config import CHECK_NAMES, ConfigError, enabled_checks, load_config
 from trajcomp.core.metrics import Outcome, RowMetrics
@@ -258,19 +259,6 @@ def test_the_checks_name_changes_with_what_decides_a_verdict():
              ck.Checks(ALL.names, replace(ALL.limits, echo_max_share=0.7)).identity("tok")}
     assert len(names) == 4 and ALL.identity("tok") == ALL.identity("tok")
     assert ck.Checks((), ALL.limits).identity("tok") is None  # no checks: nothing to record
-
-
-@pytest.fixture(scope="module")
-def server():
-    with ServerThread(models=[MODEL]) as st_:
-        yield st_
-
-
-@pytest.fixture
-def srv(server):
-    server.reset()
-    yield server
-    server.reset()
 
 
 @pytest.fixture
