@@ -6,6 +6,7 @@ or, without one, in the rendering; no token row is over the target, and a row th
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,10 @@ from trajcomp.core.dialects.rows import RowSchema
 from trajcomp.core.counting.token_rows import IGNORE, marked
 from trajcomp.core.counting.tokens import TokenCounter
 
+# make trainers' own reading of labels (stdlib only, run in each trainer's venv), used here as the trainers use it
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts" / "trainers"))
+from figures import runs  # noqa: E402
+
 # chatml whose assistant turns are generation blocks (their text and <|im_end|>), as TRL's patched templates are
 TEMPLATE = Path(__file__).resolve().parent / "fixtures" / "chatml_generation.jinja"
 COUNTERS = {"demo": TokenCounter(str(DEMO_TOKENIZER)), "qwen3": TokenCounter(str(qwen3_folder())),
@@ -32,18 +37,6 @@ def rendered(counter: TokenCounter, row) -> list[int]:
     fmt = RowSchema().adapter(row)
     messages = fmt.chat_messages(fmt.native_turns(row), CompressionConfig().chat_roles)
     return list(counter.tokenizer.apply_chat_template(messages, tokenize=True, return_dict=False))
-
-
-def runs(labels):
-    """The labelled runs of `labels`, as (start, end)."""
-    out, start = [], None
-    for i, label in enumerate([*labels, IGNORE]):
-        if label != IGNORE and start is None:
-            start = i
-        elif label == IGNORE and start is not None:
-            out.append((start, i))
-            start = None
-    return out
 
 
 def compressed(row, counter: TokenCounter, rows: str, segments: bool, target: int):
