@@ -23,18 +23,18 @@ async def ordered_map(
     waits = isinstance(items, AsyncIterable)  # items that take awaiting (parts whose file's spans a worker finds)
     source = aiter(items) if waits else iter(items)
     pending: deque[asyncio.Future] = deque()  # taken and not yet yielded, in input order
-    busy: set[asyncio.Future] = set()  # running: each one leaves it as it ends (not a scan of all at every row)
+    busy: set[asyncio.Future] = set()
     exhausted = False
     try:
         while True:
+            busy = {task for task in busy if not task.done()}
             while not exhausted and len(busy) < max_running and len(pending) < max_held:
                 item = await anext(source, _END) if waits else next(source, _END)
                 if item is _END:
                     exhausted = True
                     break
-                pending.append(task := asyncio.ensure_future(fn(item)))
-                busy.add(task)
-                task.add_done_callback(busy.discard)
+                pending.append(asyncio.ensure_future(fn(item)))
+                busy.add(pending[-1])
             if not pending:
                 return
             if pending[0].done():
