@@ -10,14 +10,11 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import read_jsonl, write_jsonl
+from conftest import write_jsonl
 from openai_server import BAD_ANSWERS
 from test_fits import qwen3_folder
 from test_openai_summarizer import compress, server_thread, srv, summary_turns  # noqa: F401 (fixtures)
-from test_segments import unmarked
-
-from trajcomp.core.dialects.rows import RowSchema
-from trajcomp.core.dialects.validity import alternation_parity, problems
+from test_segments import assert_trainable
 
 TARGET = 900
 WORDS = ("the agent reads the repository layout runs the failing test inspects the traceback and edits "
@@ -199,21 +196,3 @@ def test_no_summary_is_bought_for_the_one_segment_that_cannot_fit(mode, shape, h
     assert bought["keep"] == bought["reject"] == NONE_BOUGHT and requests["keep"] == requests["reject"] > 0
     assert bought["shorten"]["summaries"] == 1  # shorten buys the one summary the row over opens with
 
-
-def assert_trainable(row: dict, rows: list[dict]) -> None:
-    """Segment rows break nothing the input did not, keep an alternation, train each assistant turn once in
-    order, and hold every user turn's words."""
-    fmt = RowSchema().adapter(row)
-    native = fmt.native_turns(row)
-    trained, texts = [], []
-    for k, out in enumerate(rows):
-        turns = fmt.native_turns(out)
-        views = fmt.turns(turns)
-        if fmt.alternation:
-            assert alternation_parity([v.role for v in views]) is not None, k
-        continued = bool(fmt.alternation) and k < len(rows) - 1  # may end on a call the next row answers
-        assert not problems(turns, fmt, continued) - problems(native, fmt), k
-        trained += [t for t, v in zip(turns, views) if v.role == "gpt" and unmarked(t)]
-        texts += [v.text for v in views]
-    assert trained == [t for t, v in zip(native, fmt.turns(native)) if v.role == "gpt"]
-    assert all(any(v.text in text for text in texts) for v in fmt.turns(native) if v.role == "human")

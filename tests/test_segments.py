@@ -100,8 +100,7 @@ def check(row, result, cfg, counter: TokenCounter = COUNTER) -> None:
     assert not result.rejected, result.detail
     fmt = RowSchema().adapter(row)
     native = fmt.native_turns(row)
-    gpt_in = [t for t, v in zip(native, fmt.turns(native)) if v.role == "gpt"]
-    trained, n = [], len(result.rows)
+    n = len(result.rows)
     if n == 1 and result.rows[0]["compression_metrics"].get("cannot_fit_reason"):  # no segment could fit (core/planning/fit.py):
         m = result.rows[0]["compression_metrics"]  # one row, never cut, shortened whole (cannot_fit: shorten)
         assert result.rows[0]["segment"] == {"index": 0, "count": 1} and m["cannot_fit"] and m["still_over_limit"]
@@ -122,26 +121,36 @@ def check(row, result, cfg, counter: TokenCounter = COUNTER) -> None:
         elif not metrics["cannot_fit"]:
             assert size <= cfg.target_max_tokens
         for turn, view in zip(turns, views):
-            if view.role == "gpt" and unmarked(turn):
-                trained.append(turn)
-            elif not unmarked(turn):  # marks only on assistant turns, and only the dialect's own
+            if not unmarked(turn):  # marks only on assistant turns, and only the dialect's own
                 assert view.role == "gpt"
                 assert turn == ({**turn, "weight": 0} if fmt.name == "openai" else {**turn, "train": False})
         summaries = sum(cfg.summary_prefix in v.text for v in views)
         assert summaries == (k > 0)  # one summary turn in every segment after the first
         if k > 0:
             assert views[0] == fmt.turns(native)[0] or views[0].text.startswith(fmt.turns(native)[0].text)
-        if fmt.alternation:
-            assert alternation_parity([v.role for v in views]) is not None
         continued = bool(fmt.alternation) and k < n - 1  # may end on a call the next segment answers
-        assert not problems(turns, fmt, continued) - problems(native, fmt), k
         if continued and problems(turns, fmt)[CALL_UNANSWERED] > problems(native, fmt)[CALL_UNANSWERED]:
             assert folded_next(native, turns[-1], fmt.native_turns(result.rows[k + 1]), fmt, cfg)
-    assert trained == gpt_in  # each input assistant turn trained once, in order, verbatim
-    texts = [v.text for out in result.rows for v in fmt.turns(fmt.native_turns(out))]
-    for v in fmt.turns(native):
-        if v.role == "human":
-            assert any(v.text in text for text in texts)
+    assert_trainable(row, result.rows)
+
+
+def assert_trainable(row: dict, rows: list[dict]) -> None:
+    """Segment rows break nothing the input did not, keep an alternation, train each assistant turn once, in
+    order and verbatim, and hold every user turn's words."""
+    fmt = RowSchema().adapter(row)
+    native = fmt.native_turns(row)
+    trained, texts = [], []
+    for k, out in enumerate(rows):
+        turns = fmt.native_turns(out)
+        views = fmt.turns(turns)
+        if fmt.alternation:
+            assert alternation_parity([v.role for v in views]) is not None, k
+        continued = bool(fmt.alternation) and k < len(rows) - 1  # may end on a call the next row answers
+        assert not problems(turns, fmt, continued) - problems(native, fmt), k
+        trained += [t for t, v in zip(turns, views) if v.role == "gpt" and unmarked(t)]
+        texts += [v.text for v in views]
+    assert trained == [t for t, v in zip(native, fmt.turns(native)) if v.role == "gpt"]
+    assert all(any(v.text in text for text in texts) for v in fmt.turns(native) if v.role == "human")
 
 
 @settings(max_examples=16, deadline=None, suppress_health_check=[HealthCheck.too_slow])

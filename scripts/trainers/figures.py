@@ -76,8 +76,9 @@ def figures(inputs: dict, loaded: list[tuple], tokenizer, written: int, cut: int
     wanted, size = defaultdict(Counter), {}
     for key, row in inputs.items():
         for text in assistant_texts(row):
-            wanted[key][squeeze(text)] += 1
-            size[(key, squeeze(text))] = n = len(tokenizer(text, add_special_tokens=False)["input_ids"])
+            matched = squeeze(text)
+            wanted[key][matched] += 1
+            size[(key, matched)] = n = len(tokenizer(text, add_special_tokens=False)["input_ids"])
             fig.assistant_tokens += n
     got: dict = defaultdict(Counter)
     for key, ids, labels in loaded:

@@ -19,11 +19,7 @@ def is_marked(turn: dict[str, Any], fmt, train_field: str) -> bool:
 
 
 def input_marks(native: Sequence[dict[str, Any]], fmt, train_field: str) -> frozenset[int]:
-    """The indexes of the turns `is_marked` finds; a turn without the dialect's mark key is passed over at once
-    (most turns: this runs on every turn of every row)."""
-    key = "weight" if fmt.name == "openai" else train_field
-    return frozenset(i for i, turn in enumerate(native) if isinstance(turn, dict) and key in turn
-                     and is_marked(turn, fmt, train_field))
+    return frozenset(i for i, turn in enumerate(native) if isinstance(turn, dict) and is_marked(turn, fmt, train_field))
 
 
 def trained(seg: Segment, roles: Sequence[str], summaries: set[int], marks: frozenset[int] = frozenset()) -> list[int]:
