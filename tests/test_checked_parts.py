@@ -51,29 +51,49 @@ def killed(tmp_path_factory, bpe_tokenizer):
         yield SimpleNamespace(src=src, ref=ref, out=out, server=server, tok=bpe_tokenizer, copy=tmp / "killed")
 
 
-def _part(out: Path, index: int, suffix: str = ".jsonl") -> Path:
-    return out.parent / f".{out.name}.trajcomp-work" / "file-00000" / f"part-{index:06d}{suffix}"
+def _work(out: Path) -> Path:
+    return out.parent / f".{out.name}.trajcomp-work"
 
 
-def truncate(path: Path) -> None:
-    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+def rows_of(work: Path, index: int, suffix: str = ".jsonl", file: int = 0) -> tuple[Path, int, int | None]:
+    """Where a part's file `suffix` is, by its checkpoint: a file of its own (path, 0, None), or the part's
+    range of the file that holds the rows of parts written in turn (WorkDir.rows)."""
+    folder = work / f"file-{file:05d}"
+    own = folder / f"part-{index:06d}{suffix}"
+    done = folder / f"part-{index:06d}.done.json"
+    files = json.loads(done.read_text()).get("files", {}) if done.exists() else {}
+    if own.name in files or f"rows{suffix}" not in files:
+        return own, 0, None
+    piece = files[f"rows{suffix}"]
+    return folder / f"rows{suffix}", piece["at"], piece["bytes"]
 
 
-def overwrite(path: Path) -> None:
-    """A few bytes in the middle changed, the size kept (a lost block, a stale page)."""
+def _middle(where: tuple[Path, int, int | None]) -> int:
+    path, at, size = where
+    return at + (path.stat().st_size if size is None else size) // 2
+
+
+def truncate(where: tuple[Path, int, int | None]) -> None:
+    """The file cut in the middle of the part's bytes."""
+    path = where[0]
+    path.write_bytes(path.read_bytes()[: _middle(where)])
+
+
+def overwrite(where: tuple[Path, int, int | None]) -> None:
+    """A few bytes in the middle of the part's changed, the size kept (a lost block, a stale page)."""
+    path, middle = where[0], _middle(where)
     data = bytearray(path.read_bytes())
-    middle = len(data) // 2
     data[middle:middle + 8] = b"\0" * 8
     path.write_bytes(bytes(data))
 
 
-def delete(path: Path) -> None:
-    path.unlink()
+def delete(where: tuple[Path, int, int | None]) -> None:
+    where[0].unlink()
 
 
-def older_checkpoint(path: Path) -> None:
+def older_checkpoint(where: tuple[Path, int, int | None]) -> None:
     """The checkpoint as a trajcomp from before manifests wrote it: no sizes, no checksums."""
-    done = path.with_name(path.name.replace(".jsonl", ".done.json"))
+    done = where[0]
     checkpoint = json.loads(done.read_text())
     del checkpoint["files"]
     done.write_text(json.dumps(checkpoint))
@@ -84,13 +104,13 @@ def older_checkpoint(path: Path) -> None:
     (overwrite, 2, ".jsonl", ("--workers", "2"), "sha256"),
     (delete, 1, ".rejects.jsonl", (), "missing"),
     (delete, 0, ".jsonl", (), "missing"),
-    (older_checkpoint, 3, ".jsonl", (), "no checksums"),
+    (older_checkpoint, 3, ".done.json", (), "no checksums"),
     (truncate, 2, ".done.json", (), "unreadable"),  # the checkpoint itself torn
 ])
 def test_a_damaged_part_after_a_kill_is_computed_again(killed, damage, part, suffix, workers, why):
     shutil.rmtree(killed.out.parent, ignore_errors=True)
     shutil.copytree(killed.copy, killed.out.parent)
-    damaged = _part(killed.out, part, suffix)
+    damaged = rows_of(_work(killed.out), part, suffix)
     damage(damaged)
     result = run_cli(*args(killed.src, killed.out, killed.tok, killed.server.base_url, *workers))
     assert result.code == 0, result.stderr
@@ -99,7 +119,7 @@ def test_a_damaged_part_after_a_kill_is_computed_again(killed, damage, part, suf
     assert rejects.read_bytes() == (killed.ref.parent / "out_rejects.jsonl").read_bytes()
     (warning,) = result.stderr.splitlines()  # one line, under -q too
     assert warning.startswith("trajcomp: warning: ") and why in warning
-    assert damaged.name in warning or damaged.name.replace(".jsonl", ".done.json") in warning
+    assert f"part-{part:06d}" in warning and damaged[0].name in warning
     report = json.loads((killed.out.parent / "out_metrics.json").read_text())
     assert report["processing"]["rows_from_checkpoint"] == CHECKPOINT_ROWS * part  # the parts before it
 
@@ -129,13 +149,13 @@ def test_a_part_damaged_after_the_resume_checked_it_is_computed_again_before_the
     def damaging_join(work, index, *rest):
         calls.append(index)
         if len(calls) == 1:
-            truncate(work.part(index, 1, ".jsonl"))
+            truncate(rows_of(work.path, 1))
         return real(work, index, *rest)
 
     monkeypatch.setattr(part_work, "join_parts", damaging_join)
     code, stderr = run_inproc(offline(src, tmp_path / "out.jsonl"))
     assert code == 0, stderr
-    assert calls == [0, 0] and "part-000001.jsonl: size" in stderr and stderr.count("warning") == 1
+    assert calls == [0, 0] and "rows.jsonl, part-000001's bytes: size" in stderr and stderr.count("warning") == 1
     assert (tmp_path / "out.jsonl").read_bytes() == (tmp_path / "ref.jsonl").read_bytes()
     assert (tmp_path / "out_rejects.jsonl").read_bytes() == (tmp_path / "ref_rejects.jsonl").read_bytes()
 
@@ -151,7 +171,7 @@ def test_a_part_damaged_before_a_workers_join_is_computed_again(tmp_path, monkey
 
     async def damaging_join(self, task):
         if not joins:
-            truncate(task.work / "file-00000" / "part-000001.jsonl")
+            truncate(rows_of(task.work, 1))
         joins.append(task.file_index)
         return await real(self, task)
 
@@ -184,7 +204,7 @@ def test_a_joined_files_damaged_rejects_part_redoes_that_file(tmp_path):
     os.utime(folder / "b.jsonl.gz", ns=(stamp, stamp))
     work = tmp_path / "out" / ".trajcomp-work"
     assert (work / "file-00000" / "joined").exists()
-    overwrite(work / "file-00000" / "part-000001.rejects.jsonl")
+    overwrite(rows_of(work, 1, ".rejects.jsonl"))
     code, stderr = run_inproc(offline(folder, tmp_path / "out"))
     assert code == 0, stderr
     assert stderr.count("warning") == 1 and "part-000001.rejects.jsonl: sha256" in stderr
@@ -198,7 +218,7 @@ def test_a_part_damaged_at_every_join_stops_the_run_resumably(tmp_path, monkeypa
     real = part_work.join_parts
 
     def damaging_join(work, index, *rest):
-        truncate(work.part(index, 0, ".jsonl"))
+        truncate(rows_of(work.path, 0))
         return real(work, index, *rest)
 
     monkeypatch.setattr(part_work, "join_parts", damaging_join)
@@ -216,7 +236,7 @@ def test_a_rejects_part_damaged_before_the_runs_end_stops_it_and_the_resume_redo
     real = pipeline.gather
 
     def damaging_gather(work, layout):
-        overwrite(work.part(0, 2, ".rejects.jsonl"))
+        overwrite(rows_of(work.path, 2, ".rejects.jsonl"))
         return real(work, layout)
 
     with monkeypatch.context() as patched:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -92,6 +93,9 @@ class Format:
     # Joined, its parts leave no trace: any cut of the rows into parts gives the same bytes (not so where
     # a part is a compressed member or a row group).
     seamless: bool = False
+    # `join` is the parts' bytes one after another (JSON Lines, gzip members, zstd frames): a file's parts
+    # may then be written into one file in turn (AppendedPart), which becomes the output as it is.
+    concatenates: bool = False
 
     def read(self, path: Path) -> Iterator[Record]:
         """Every row of the file in order; unreadable rows come as Records with an error."""
@@ -125,6 +129,10 @@ class Format:
 
     def join(self, parts: Sequence[Path], dest: Path, schema: Any = None) -> None:
         """The parts, in order, as one file at `dest` (atomically); an empty list gives an empty file."""
+        raise NotImplementedError
+
+    def append_part(self, path: Path, at: int) -> "AppendedPart":
+        """A part written at byte `at` of `path`, after the file's parts before it (formats that concatenate)."""
         raise NotImplementedError
 
 
@@ -173,6 +181,58 @@ class StreamPart(PartWriter):
         self.file.abort()
 
 
+class AppendedPart(PartWriter):
+    """A part's encoded rows appended, from byte `at`, to the file that holds its file's parts one after
+    another (what a killed run left after `at` is cut off first), hashed as they are written: the part
+    is written once, and its checkpoint needs no read back. `piece` then says where it lies."""
+
+    def __init__(self, path: Path, at: int, encode: Callable[[dict[str, Any]], bytes],
+                 wrap: Callable[[BinaryIO], Any] | None = None):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path, self.at, self.encode = path, at, encode
+        self.handle = open(path, "r+b" if path.exists() else "w+b")
+        self.handle.truncate(at)
+        self.handle.seek(at)
+        self.hashed = _Hashed(self.handle)
+        self.stream = wrap(self.hashed) if wrap else None
+        self.piece: dict[str, Any] | None = None
+
+    def write(self, row: dict[str, Any]) -> None:
+        (self.stream or self.hashed).write(self.encode(row))
+
+    def close(self) -> None:
+        if self.stream is not None:
+            self.stream.close()  # ends the gzip member / zstd frame; the file stays open
+        self.handle.flush()
+        os.fsync(self.handle.fileno())
+        self.handle.close()
+        self.piece = {"at": self.at, "bytes": self.hashed.size, "sha256": self.hashed.sha.hexdigest()}
+
+    def abort(self) -> None:
+        try:
+            if self.stream is not None:
+                self.stream.close()  # else a GzipFile would finish its member into the closed file later
+        except Exception:
+            pass
+        self.handle.truncate(self.at)
+        self.handle.close()
+
+
+class _Hashed:
+    """A binary file's writes, hashed and counted on their way."""
+
+    def __init__(self, handle: BinaryIO):
+        self.handle, self.sha, self.size = handle, hashlib.sha256(), 0
+
+    def write(self, data: bytes) -> int:
+        self.sha.update(data)
+        self.size += len(data)
+        return self.handle.write(data)
+
+    def flush(self) -> None:
+        self.handle.flush()
+
+
 class AtomicFile:
     """A file written under a temporary name and renamed into place only on commit."""
 
@@ -208,10 +268,16 @@ def write_json(path: Path, data: Any, indent: int | None = None) -> None:
         f.handle.write((json.dumps(data, indent=indent, ensure_ascii=False) + "\n").encode("utf-8"))
 
 
-def concat_files(parts: Sequence[Path], dest: Path) -> None:
-    """Byte-for-byte concatenation (valid for JSON Lines, gzip members and zstd frames)."""
+def concat_files(parts: Sequence[Path | tuple[Path, int, int]], dest: Path) -> None:
+    """Byte-for-byte concatenation (valid for JSON Lines, gzip members and zstd frames) of whole files
+    or of (file, first byte, size) ranges."""
     with AtomicFile(dest) as out:
         for part in parts:
-            with open(part, "rb") as src:
-                while chunk := src.read(1 << 20):
+            path, at, size = part if isinstance(part, tuple) else (part, 0, None)
+            with open(path, "rb") as src:
+                src.seek(at)
+                left = size
+                while chunk := src.read(1 << 20 if left is None else min(1 << 20, left)):
                     out.handle.write(chunk)
+                    if left is not None:
+                        left -= len(chunk)

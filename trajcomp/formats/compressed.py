@@ -32,7 +32,7 @@ from typing import IO, Any, BinaryIO, Callable, Iterator, Sequence
 
 import zstandard
 
-from .base import AtomicFile, Format, PartWriter, Record, StreamPart, concat_files
+from .base import AppendedPart, AtomicFile, Format, PartWriter, Record, StreamPart, concat_files
 from .jsonl import dumps, read_lines
 
 GZIP_LEVEL = 6
@@ -116,6 +116,7 @@ class CompressedJsonl(Format):
         self.errors = errors
 
     unpacks = True
+    concatenates = True
 
     def read(self, path: Path) -> Iterator[Record]:
         with open(path, "rb") as raw, self.opener(raw) as handle:
@@ -146,6 +147,9 @@ class CompressedJsonl(Format):
 
     def open_part(self, path: Path, schema: Any = None) -> PartWriter:
         return _CompressedPart(path, dumps, self.compressor)
+
+    def append_part(self, path: Path, at: int) -> AppendedPart:
+        return AppendedPart(path, at, dumps, self.compressor)
 
     def write_part(self, path: Path, rows: Sequence[dict[str, Any]], schema: Any = None) -> None:
         part = self.open_part(path, schema)

@@ -33,6 +33,7 @@ class JsonArrayFormat(JsonlFormat):
 
     suffix = ".json"
     splits = False  # an array is one JSON value: its elements cannot be found without parsing it
+    concatenates = False  # its join adds the brackets and commas
 
     def spans(self, path: Path, rows: int, skip: int = 0) -> Iterator[tuple]:
         raise NotImplementedError("a JSON array does not split")

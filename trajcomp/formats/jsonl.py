@@ -9,7 +9,7 @@ from typing import IO, Any, Iterable, Iterator, Sequence
 
 from ..core import json_codec
 from ..core.dialects.rows import RowError
-from .base import AtomicFile, Format, PartWriter, Record, StreamPart, concat_files
+from .base import AppendedPart, AtomicFile, Format, PartWriter, Record, StreamPart, concat_files
 
 # JSON may escape half of a surrogate pair ("\ud800") that no UTF-8 file can hold: such a row
 # could not be written, so it is rejected. The regex keeps the costly check to rows that need it.
@@ -132,6 +132,7 @@ class JsonlFormat(Format):
     suffix = ".jsonl"
     splits = True
     seamless = True
+    concatenates = True
 
     def read(self, path: Path) -> Iterator[Record]:
         with open(path, "rb", buffering=READ_BUFFER) as handle:
@@ -149,6 +150,9 @@ class JsonlFormat(Format):
 
     def open_part(self, path: Path, schema: Any = None) -> PartWriter:
         return StreamPart(path, dumps)
+
+    def append_part(self, path: Path, at: int) -> AppendedPart:
+        return AppendedPart(path, at, dumps)
 
     def join(self, parts: Sequence[Path], dest: Path, schema: Any = None) -> None:
         concat_files(parts, dest)

@@ -102,6 +102,17 @@ class WorkDir:
     def part(self, file_index: int, part_index: int, suffix: str) -> Path:
         return self._file_dir(file_index) / f"part-{part_index:06d}{suffix}"
 
+    def rows(self, file_index: int, suffix: str) -> Path:
+        """The file that holds the output rows of the file's parts written in turn (formats.base.AppendedPart),
+        which the join renames into the output."""
+        return self._file_dir(file_index) / f"rows{suffix}"
+
+    def rows_end(self, file_index: int, suffix: str) -> int:
+        """Where the next part's rows go in `rows`: after the last finished part's there."""
+        name = self.rows(file_index, suffix).name
+        return max((piece["at"] + piece["bytes"] for checkpoint in self.checkpoints(file_index)
+                    if (piece := checkpoint.get(FILES, {}).get(name)) is not None), default=0)
+
     def checkpoints(self, file_index: int) -> Iterator[dict[str, Any]]:
         """Checkpoints of the file's finished parts, in order (a gap, or one damaged, ends them)."""
         for index in range(self.finished_parts(file_index)):
@@ -122,12 +133,14 @@ class WorkDir:
             index += 1
         return index
 
-    def described(self, file_index: int, part_index: int, checkpoint: dict[str, Any]) -> dict[str, Any]:
+    def described(self, file_index: int, part_index: int, checkpoint: dict[str, Any],
+                  pieces: dict[str, dict[str, Any]]) -> dict[str, Any]:
         """The checkpoint with the size and sha256 of every file the part wrote (a worker process
-        reads them back where it wrote them; the run's process then only commits it)."""
+        reads them back where it wrote them; the run's process then only commits it), and of its
+        `pieces`, the ranges it wrote in files it shares, hashed as written."""
         done = self.part(file_index, part_index, ".done.json")
         files = sorted(p for p in done.parent.glob(done.name.replace(".done.json", ".*")) if p != done)
-        return {**checkpoint, FILES: describe(files)}
+        return {**checkpoint, FILES: {**describe(files), **pieces}}
 
     def commit_part(self, file_index: int, part_index: int, checkpoint: dict[str, Any]) -> None:
         """A described checkpoint written: from now on the part counts."""

@@ -18,13 +18,26 @@ class DamagedPart(RuntimeError):
     part at the run's end): the run stops, and the same command resumes, computing it again."""
 
 
-FILES = "files"  # the checkpoint's key: {file name: {"bytes": size, "sha256": hex digest}}
+# The checkpoint's key: {file name: {"bytes": size, "sha256": hex digest}}; a part written into the file
+# that holds its file's parts in turn (formats.base.AppendedPart) has its range there: {"at": first byte, ...}.
+FILES = "files"
 
 
 def digest(path: Path) -> str:
     """The file's sha256, in hex."""
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def range_digest(path: Path, at: int, size: int) -> str:
+    """The sha256 of `size` bytes of the file from byte `at`, in hex."""
+    sha = hashlib.sha256()
+    with open(path, "rb") as f:
+        f.seek(at)
+        while size > 0 and (chunk := f.read(min(1 << 20, size))):
+            sha.update(chunk)
+            size -= len(chunk)
+    return sha.hexdigest()
 
 
 def describe(paths: Iterable[Path]) -> dict[str, dict[str, Any]]:
@@ -45,7 +58,8 @@ def damage(done: Path, checkpoint: dict[str, Any], only: str | tuple[str, ...] |
             continue
         reason = file_damage(folder / name, expected)
         if reason is not None:
-            return f"{folder / name}: {reason}"
+            whose = f", {done.name.removesuffix('.done.json')}'s bytes" if "at" in expected else ""
+            return f"{folder / name}{whose}: {reason}"
     return None
 
 
@@ -55,10 +69,18 @@ def file_damage(path: Path, expected: dict[str, Any]) -> str | None:
         size = path.stat().st_size
     except FileNotFoundError:
         return "missing"
-    if size != expected["bytes"]:
-        return f"size {size} bytes, expected {expected['bytes']}"
-    if digest(path) != expected["sha256"]:
-        return "sha256 differs from its checkpoint's (overwritten)"
+    at = expected.get("at")
+    if at is None:
+        if size != expected["bytes"]:
+            return f"size {size} bytes, expected {expected['bytes']}"
+        if digest(path) != expected["sha256"]:
+            return "sha256 differs from its checkpoint's (overwritten)"
+        return None
+    end = at + expected["bytes"]
+    if size < end:
+        return f"size {size} bytes, expected at least {end}"
+    if range_digest(path, at, expected["bytes"]) != expected["sha256"]:
+        return f"sha256 of bytes {at}-{end} differs from its checkpoint's (overwritten)"
     return None
 
 

@@ -291,7 +291,10 @@ class Runner:
         self.taker.taken = taken_before + sum(taken for _, taken in finished)
         done = sum(records for records, _ in finished)
         records = self.taker.select(job.key, islice(named(read_checked(reader, job.input), job.source), done, None))
-        part = Part(self.work, index, len(finished), writer, schema)
+        # One part after another: their rows written in turn into one file, which the join renames,
+        # unless a copy of the work folder is kept in object storage (it would upload that file at every part).
+        at = self.work.rows_end(index, writer.suffix) if writer.concatenates and self.work.mirror is None else None
+        part = Part(self.work, index, len(finished), writer, schema, at)
         try:
             async with aclosing(ordered_map(records, self.process, self.max_running, self.max_held)) as results:
                 async for result in results:
@@ -300,7 +303,7 @@ class Runner:
                     self._show(result)
                     if part.records == self.options.checkpoint_rows:
                         part.finish()
-                        part = Part(self.work, index, part.index + 1, writer, schema)
+                        part = Part(self.work, index, part.index + 1, writer, schema, part.end)
         except BaseException:
             part.abort()
             raise
