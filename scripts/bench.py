@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import bench_data  # noqa: E402
+import bench_main_cpu  # noqa: E402
 import bench_profile  # noqa: E402
 import bench_ray  # noqa: E402
 import swe_rows  # noqa: E402
@@ -284,6 +285,41 @@ def pass_through(s: Setup) -> list[Figure]:
             f"wall with start-up {run.m.wall:.1f} s; {run.calls} summaries",
         ))
     return figures
+
+
+# main before issue 49's first change (its "today's"): the tree the main thread's CPU a row is compared with
+BASELINE = "7ef5eb5"
+
+
+def main_thread(s: Setup) -> list[Figure]:
+    """The main thread's CPU a row in pass-through (bench_main_cpu: every row under the target, start-up
+    and the run's end taken out), this tree against the tree at BASELINE, runs interleaved."""
+    name = "Main thread's CPU a row, pass-through (JSONL, every row under the target)"
+    try:
+        base = _baseline_tree(s.work)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        return [Figure(name, "-", note=f"not measured: no tree at {BASELINE} ({exc})")]
+    few = bench_data.jsonl(s.work / "data", max(2, len(s.rows) // 10), s.args.seed)
+    n = len(s.rows) - len(bench_data.load(few))
+
+    def per_row(tree: Path) -> float:
+        spent = bench_main_cpu.main_cpu(tree, s.data, s.tokenizer, "turns") - bench_main_cpu.main_cpu(tree, few, s.tokenizer, "turns")
+        return spent / n * 1e3
+
+    ours, theirs = (statistics.median(r) for r in repeat(s.args.repeats, lambda: per_row(ROOT), lambda: per_row(base)))
+    return [Figure(name, f"{ours:.3f} ms", f"the tree at {BASELINE} (issue 49's today): {theirs:.3f} ms", ours / theirs,
+                   "<= 0.5", ours <= 0.5 * theirs, note=f"medians of {s.args.repeats} interleaved runs of {len(s.rows)} "
+                   f"minus {len(s.rows) - n} rows")]
+
+
+def _baseline_tree(work: Path) -> Path:
+    """BASELINE's trajcomp/ from this clone's history, kept under the bench's folder."""
+    tree = work / f"baseline-{BASELINE}"
+    if not (tree / "trajcomp").is_dir():
+        tree.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", BASELINE, "trajcomp"], capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+    return tree
 
 
 def shared_prompt(s: Setup) -> list[Figure]:
@@ -841,7 +877,7 @@ def write_doc(path: Path, sections: list[tuple[dict, list[Figure], dict]], comma
 # ---------------------------------------------------------------- main
 
 
-MEASURES = (counting, pass_through, shared_prompt, summarizer_bound, chat_template, pruning, segments, workers, coordinator,
+MEASURES = (counting, pass_through, main_thread, shared_prompt, summarizer_bound, chat_template, pruning, segments, workers, coordinator,
             ray_driver, ray_store, memory)
 # Not in --quick's full run (tests/test_bench.py, CI), unless asked for with --only: a Ray cluster's start alone takes ~20 s.
 NOT_QUICK = (ray_driver, ray_store)

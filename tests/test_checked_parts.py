@@ -68,32 +68,32 @@ def rows_of(work: Path, index: int, suffix: str = ".jsonl", file: int = 0) -> tu
     return folder / f"rows{suffix}", piece["at"], piece["bytes"]
 
 
-def _middle(where: tuple[Path, int, int | None]) -> int:
-    path, at, size = where
-    return at + (path.stat().st_size if size is None else size) // 2
+def _middle(where: Path | tuple[Path, int, int | None]) -> tuple[Path, int]:
+    path, at, size = where if isinstance(where, tuple) else (where, 0, None)  # a whole file, or rows_of's range
+    return path, at + (path.stat().st_size if size is None else size) // 2
 
 
-def truncate(where: tuple[Path, int, int | None]) -> None:
+def truncate(where: Path | tuple[Path, int, int | None]) -> None:
     """The file cut in the middle of the part's bytes."""
-    path = where[0]
-    path.write_bytes(path.read_bytes()[: _middle(where)])
+    path, middle = _middle(where)
+    path.write_bytes(path.read_bytes()[:middle])
 
 
-def overwrite(where: tuple[Path, int, int | None]) -> None:
+def overwrite(where: Path | tuple[Path, int, int | None]) -> None:
     """A few bytes in the middle of the part's changed, the size kept (a lost block, a stale page)."""
-    path, middle = where[0], _middle(where)
+    path, middle = _middle(where)
     data = bytearray(path.read_bytes())
     data[middle:middle + 8] = b"\0" * 8
     path.write_bytes(bytes(data))
 
 
-def delete(where: tuple[Path, int, int | None]) -> None:
-    where[0].unlink()
+def delete(where: Path | tuple[Path, int, int | None]) -> None:
+    _middle(where)[0].unlink()
 
 
-def older_checkpoint(where: tuple[Path, int, int | None]) -> None:
+def older_checkpoint(where: Path | tuple[Path, int, int | None]) -> None:
     """The checkpoint as a trajcomp from before manifests wrote it: no sizes, no checksums."""
-    done = where[0]
+    done = _middle(where)[0]
     checkpoint = json.loads(done.read_text())
     del checkpoint["files"]
     done.write_text(json.dumps(checkpoint))
@@ -122,6 +122,21 @@ def test_a_damaged_part_after_a_kill_is_computed_again(killed, damage, part, suf
     assert f"part-{part:06d}" in warning and damaged[0].name in warning
     report = json.loads((killed.out.parent / "out_metrics.json").read_text())
     assert report["processing"]["rows_from_checkpoint"] == CHECKPOINT_ROWS * part  # the parts before it
+
+
+def test_what_a_killed_part_left_after_the_last_checkpoint_is_cut_off_not_joined(killed):
+    """The rows of the part a kill interrupted stay in the file the parts are written into in turn, after
+    the last finished part's range: the resume writes its next part over them, and no warning is due."""
+    shutil.rmtree(killed.out.parent, ignore_errors=True)
+    shutil.copytree(killed.copy, killed.out.parent)
+    rows, at, size = rows_of(_work(killed.out), 3)
+    with open(rows, "ab") as handle:
+        handle.write(b'{"half a row": "of the part the kill stopped')
+    assert rows.stat().st_size > at + size
+    result = run_cli(*args(killed.src, killed.out, killed.tok, killed.server.base_url))
+    assert result.code == 0 and result.stderr == "", result.stderr
+    assert killed.out.read_bytes() == killed.ref.read_bytes()
+    assert not rows.exists()  # renamed into the output
 
 
 def run_inproc(argv: list[str]) -> tuple[int, str]:

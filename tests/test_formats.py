@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import gzip
+import hashlib
 import io
 import json
 import shutil
@@ -189,6 +190,37 @@ def test_a_streamed_part_is_the_same_file_as_a_written_one(fmt, tmp_path):
     aborted.write(rows[0])
     aborted.abort()
     assert sorted(p.name for p in tmp_path.iterdir() if "aborted" in p.name) == []
+
+
+@pytest.mark.parametrize("fmt", [f for f in ALL_FORMATS if f.concatenates], ids=ids)
+def test_parts_appended_in_turn_to_one_file_are_the_bytes_of_their_join(fmt, tmp_path):
+    """The parts this process writes in turn (AppendedPart): each at its place in one file, what a killed
+    or aborted part left after it cut off, each range described as written; their file is the joined output."""
+    cuts = [ROWS[:1], ROWS[1:], [], ROWS[::-1]]
+    fmt.join([_written(fmt, tmp_path / f"p{i}{fmt.suffix}", rows) for i, rows in enumerate(cuts)], tmp_path / f"joined{fmt.suffix}")
+    shared, at, pieces = tmp_path / f"rows{fmt.suffix}", 0, []
+    shared.write_bytes(b"what a killed run left")
+    for rows in cuts:
+        doomed = fmt.append_part(shared, at)
+        doomed.write(ROWS[0])
+        doomed.abort()
+        assert shared.stat().st_size == at
+        part = fmt.append_part(shared, at)
+        for row in rows:
+            part.write(row)
+        part.close()
+        pieces.append(part.piece)
+        at += part.piece["bytes"]
+    assert shared.read_bytes() == (tmp_path / f"joined{fmt.suffix}").read_bytes()
+    data = shared.read_bytes()
+    for piece in pieces:
+        chunk = data[piece["at"]:piece["at"] + piece["bytes"]]
+        assert hashlib.sha256(chunk).hexdigest() == piece["sha256"]
+
+
+def _written(fmt, path: Path, rows: list) -> Path:
+    fmt.write_part(path, rows)
+    return path
 
 
 def test_opening_a_parquet_part_begins_pyarrows_one_time_import_on_a_thread(tmp_path):
