@@ -233,11 +233,15 @@ class Run:
 
 
 def run_trajcomp(s: Setup, src: Path, target: int, suffix: str = ".jsonl", latency: float | None = None,
-                 extra: tuple[str, ...] = ()) -> Run:
+                 extra: tuple[str, ...] = (), tree: Path = ROOT) -> Run:
+    """A run of the trajcomp in `tree` (another is the tree at BASELINE, which has no --cannot-fit: shorten was its default)."""
     with tempfile.TemporaryDirectory(dir=s.work) as tmp:
         out = Path(tmp) / f"out{suffix}"
         server_reset(s, latency)
-        m, _ = measure_command(trajcomp_args(s, src, out, target, *extra), (s.server_pid,), cwd=ROOT, env=_env())
+        args = trajcomp_args(s, src, out, target, *extra)
+        if tree != ROOT:
+            args = [a for a in args if a not in ("--cannot-fit", "shorten")]
+        m, _ = measure_command(args, (s.server_pid,), cwd=tree, env={**_env(), "PYTHONPATH": str(tree)})
         report = json.loads((Path(tmp) / "out_metrics.json").read_text())
         stats = server_stats(s)
     rows = report["rows"]["read"]
@@ -291,14 +295,32 @@ def pass_through(s: Setup) -> list[Figure]:
 BASELINE = "7ef5eb5"
 
 
-def main_thread(s: Setup) -> list[Figure]:
-    """The main thread's CPU a row in pass-through (bench_main_cpu: every row under the target, start-up
-    and the run's end taken out), this tree against the tree at BASELINE, runs interleaved."""
-    name = "Main thread's CPU a row, pass-through (JSONL, every row under the target)"
+def baseline(s: Setup) -> list[Figure]:
+    """This tree against the tree at BASELINE, runs interleaved: the main thread's CPU a row in pass-through,
+    and the summarizer-bound run at L (which must not fall)."""
+    names = ("Main thread's CPU a row, pass-through (JSONL, every row under the target)",
+             f"Summarizer-bound beside the tree at {BASELINE}: openai, L={s.args.latency:g} s, C={s.args.concurrency}")
     try:
         base = _baseline_tree(s.work)
     except (OSError, subprocess.CalledProcessError) as exc:
-        return [Figure(name, "-", note=f"not measured: no tree at {BASELINE} ({exc})")]
+        return [Figure(name, "-", note=f"not measured: no tree at {BASELINE} ({exc})") for name in names]
+    return [_main_thread(s, base, names[0]), _bound_beside(s, base, names[1])]
+
+
+def _bound_beside(s: Setup, base: Path, name: str) -> Figure:
+    runs = repeat(s.args.repeats, *(lambda tree=tree: run_trajcomp(s, s.data, s.args.bound_target, latency=s.args.latency,
+                                                                   tree=tree) for tree in (ROOT, base)))
+    ours, theirs = (median_by(r, key=lambda run: run.seconds) for r in runs)
+    rate = lambda run: run.rows / run.seconds  # noqa: E731
+    return Figure(name, f"{rate(ours):.1f} rows/s", f"the tree at {BASELINE}: {rate(theirs):.1f} rows/s",
+                  rate(ours) / rate(theirs), ">= 1: does not fall", rate(ours) >= rate(theirs),
+                  others=others([r.m for reps in runs for r in reps]),
+                  note=f"medians of {s.args.repeats} interleaved runs; {ours.calls} and {theirs.calls} calls")
+
+
+def _main_thread(s: Setup, base: Path, name: str) -> Figure:
+    """The main thread's CPU a row in pass-through (bench_main_cpu: every row under the target, start-up
+    and the run's end taken out)."""
     few = bench_data.jsonl(s.work / "data", max(2, len(s.rows) // 10), s.args.seed)
     n = len(s.rows) - len(bench_data.load(few))
 
@@ -307,9 +329,9 @@ def main_thread(s: Setup) -> list[Figure]:
         return spent / n * 1e3
 
     ours, theirs = (statistics.median(r) for r in repeat(s.args.repeats, lambda: per_row(ROOT), lambda: per_row(base)))
-    return [Figure(name, f"{ours:.3f} ms", f"the tree at {BASELINE} (issue 49's today): {theirs:.3f} ms", ours / theirs,
-                   "<= 0.5", ours <= 0.5 * theirs, note=f"medians of {s.args.repeats} interleaved runs of {len(s.rows)} "
-                   f"minus {len(s.rows) - n} rows")]
+    return Figure(name, f"{ours:.3f} ms", f"the tree at {BASELINE} (issue 49's today): {theirs:.3f} ms", ours / theirs,
+                  "<= 0.5", ours <= 0.5 * theirs, note=f"medians of {s.args.repeats} interleaved runs of {len(s.rows)} "
+                  f"minus {len(s.rows) - n} rows")
 
 
 def _baseline_tree(work: Path) -> Path:
@@ -877,7 +899,7 @@ def write_doc(path: Path, sections: list[tuple[dict, list[Figure], dict]], comma
 # ---------------------------------------------------------------- main
 
 
-MEASURES = (counting, pass_through, main_thread, shared_prompt, summarizer_bound, chat_template, pruning, segments, workers, coordinator,
+MEASURES = (counting, pass_through, baseline, shared_prompt, summarizer_bound, chat_template, pruning, segments, workers, coordinator,
             ray_driver, ray_store, memory)
 # Not in --quick's full run (tests/test_bench.py, CI), unless asked for with --only: a Ray cluster's start alone takes ~20 s.
 NOT_QUICK = (ray_driver, ray_store)

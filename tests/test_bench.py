@@ -11,7 +11,7 @@ from trajcomp.core.counting.batching import usable_cores
 
 ROOT = Path(__file__).resolve().parent.parent
 
-FIGURES = ("Counting", "Pass-through, JSONL", "Pass-through, Parquet", "Main thread's CPU a row", "Summarizer-bound", "Pass-through, chat_template",
+FIGURES = ("Counting", "Pass-through, JSONL", "Pass-through, Parquet", "Main thread's CPU a row", "Summarizer-bound beside the tree at", "Summarizer-bound", "Pass-through, chat_template",
            "Summarizer-bound, chat_template", "Tokenizer input", "Pruning: summary requests", "Pruning: assistant tokens kept",
            "Pruning: speed", "Workers", "Memory")
 
