@@ -15,6 +15,7 @@ import asyncio
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -238,10 +239,11 @@ def run_trajcomp(s: Setup, src: Path, target: int, suffix: str = ".jsonl", laten
     with tempfile.TemporaryDirectory(dir=s.work) as tmp:
         out = Path(tmp) / f"out{suffix}"
         server_reset(s, latency)
-        args = trajcomp_args(s, src, out, target, *extra)
+        args, env = trajcomp_args(s, src, out, target, *extra), _env()
         if tree != ROOT:
-            args = [a for a in args if a not in ("--cannot-fit", "shorten")]
-        m, _ = measure_command(args, (s.server_pid,), cwd=tree, env={**_env(), "PYTHONPATH": str(tree)})
+            at = args.index("--cannot-fit")
+            args, env = args[:at] + args[at + 2:], {**env, "PYTHONPATH": str(tree)}
+        m, _ = measure_command(args, (s.server_pid,), cwd=tree, env=env)
         report = json.loads((Path(tmp) / "out_metrics.json").read_text())
         stats = server_stats(s)
     rows = report["rows"]["read"]
@@ -312,8 +314,9 @@ def _bound_beside(s: Setup, base: Path, name: str) -> Figure:
                                                                    tree=tree) for tree in (ROOT, base)))
     ours, theirs = (median_by(r, key=lambda run: run.seconds) for r in runs)
     rate = lambda run: run.rows / run.seconds  # noqa: E731
+    # two equal trees differ by a few percent run to run here: "does not fall" is a fall beyond that
     return Figure(name, f"{rate(ours):.1f} rows/s", f"the tree at {BASELINE}: {rate(theirs):.1f} rows/s",
-                  rate(ours) / rate(theirs), ">= 1: does not fall", rate(ours) >= rate(theirs),
+                  rate(ours) / rate(theirs), ">= 0.97: does not fall", rate(ours) >= 0.97 * rate(theirs),
                   others=others([r.m for reps in runs for r in reps]),
                   note=f"medians of {s.args.repeats} interleaved runs; {ours.calls} and {theirs.calls} calls")
 
@@ -323,6 +326,8 @@ def _main_thread(s: Setup, base: Path, name: str) -> Figure:
     and the run's end taken out)."""
     few = bench_data.jsonl(s.work / "data", max(2, len(s.rows) // 10), s.args.seed)
     n = len(s.rows) - len(bench_data.load(few))
+    if n <= 0:
+        return Figure(name, "-", note=f"not measured: {len(s.rows)} rows leave none beside the few")
 
     def per_row(tree: Path) -> float:
         spent = bench_main_cpu.main_cpu(tree, s.data, s.tokenizer, "turns") - bench_main_cpu.main_cpu(tree, few, s.tokenizer, "turns")
@@ -337,10 +342,15 @@ def _main_thread(s: Setup, base: Path, name: str) -> Figure:
 def _baseline_tree(work: Path) -> Path:
     """BASELINE's trajcomp/ from this clone's history, kept under the bench's folder."""
     tree = work / f"baseline-{BASELINE}"
-    if not (tree / "trajcomp").is_dir():
-        tree.mkdir(parents=True, exist_ok=True)
+    if not tree.is_dir():
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", BASELINE, "trajcomp"], capture_output=True, check=True)
-        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+        tmp = tempfile.mkdtemp(dir=work)  # extracted beside it, then moved: whole or not there
+        try:
+            subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
+            os.rename(tmp, tree)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     return tree
 
 
@@ -931,6 +941,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.endpoint_latency = 0.1
         args.profile = False
     args.tokenizer = args.tokenizer or [DEMO_TOKENIZER]
+    args.work = args.work.resolve()  # runs of other trees start in their own folder
     return args
 
 

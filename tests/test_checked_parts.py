@@ -175,6 +175,30 @@ def test_a_part_damaged_after_the_resume_checked_it_is_computed_again_before_the
     assert (tmp_path / "out_rejects.jsonl").read_bytes() == (tmp_path / "ref_rejects.jsonl").read_bytes()
 
 
+def _stop(*_: object) -> None:
+    raise SystemExit(137)  # the process ends here, as SIGKILL would end it
+
+
+def test_a_kill_after_the_output_is_in_place_and_before_its_file_is_marked_joined_loses_no_part(tmp_path, monkeypatch):
+    """The join puts the parts' file in place as the output before it marks the file joined: a run stopped
+    between the two resumes with every part whole (no warning, nothing computed again)."""
+    from trajcomp.engines.parts.checkpoint import WorkDir
+
+    src = write_jsonl(tmp_path / "in.jsonl", [*read_jsonl(SAMPLES / "hermes_research_runs.jsonl")[:5], "{oops"])
+    assert run_inproc(offline(src, tmp_path / "ref.jsonl"))[0] == 0
+    with monkeypatch.context() as patched:
+        patched.setattr(WorkDir, "mark_file_done", _stop)
+        code, _ = run_inproc(offline(src, tmp_path / "out.jsonl"))
+    assert code == 137 and (tmp_path / "out.jsonl").exists()
+    gc.collect()  # the stopped run's work folder lock, held by this process, is let go
+    code, stderr = run_inproc(offline(src, tmp_path / "out.jsonl"))
+    assert code == 0 and stderr == "", stderr
+    report = json.loads((tmp_path / "out_metrics.json").read_text())
+    assert report["processing"]["rows_from_checkpoint"] == 6  # every part kept
+    for name in ("out.jsonl", "out_rejects.jsonl"):
+        assert (tmp_path / name).read_bytes() == (tmp_path / name.replace("out", "ref")).read_bytes()
+
+
 def test_a_part_damaged_before_a_workers_join_is_computed_again(tmp_path, monkeypatch):
     """With whole parts a worker checks and joins the file: a part damaged since its commit comes back
     named, and the file is computed again (row by row), not joined."""

@@ -183,15 +183,20 @@ class StreamPart(PartWriter):
 
 class AppendedPart(PartWriter):
     """A part's encoded rows appended, from byte `at`, to the file that holds its file's parts one after
-    another (what a killed run left after `at` is cut off first), hashed as they are written: the part
-    is written once, and its checkpoint needs no read back. `piece` then says where it lies."""
+    another (what a killed run left after `at` is cut off first), hashed as they are written: the part's
+    rows are written once and not read back. `piece` then says where they lie."""
 
     def __init__(self, path: Path, at: int, encode: Callable[[dict[str, Any]], bytes],
                  wrap: Callable[[BinaryIO], Any] | None = None):
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path, self.at, self.encode = path, at, encode
-        self.handle = open(path, "r+b" if path.exists() else "w+b")
-        self.handle.truncate(at)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            os.ftruncate(fd, at)
+            self.handle: BinaryIO = os.fdopen(fd, "r+b")
+        except BaseException:
+            os.close(fd)
+            raise
         self.handle.seek(at)
         self.hashed = _Hashed(self.handle)
         self.stream = wrap(self.hashed) if wrap else None
@@ -209,13 +214,16 @@ class AppendedPart(PartWriter):
         self.piece = {"at": self.at, "bytes": self.hashed.size, "sha256": self.hashed.sha.hexdigest()}
 
     def abort(self) -> None:
+        """What the part wrote cut off (nothing, once closed: it is committed), whatever failed first."""
+        if self.piece is not None:
+            return
         try:
             if self.stream is not None:
                 self.stream.close()  # else a GzipFile would finish its member into the closed file later
-        except Exception:
+            self.handle.close()  # its buffer's flush may fail (a full disk): closed all the same
+        except Exception:  # the error that made the run abort is the one to report
             pass
-        self.handle.truncate(self.at)
-        self.handle.close()
+        os.truncate(self.path, self.at)
 
 
 class _Hashed:

@@ -19,6 +19,11 @@ from ...formats.base import write_json
 from .manifest import FILES, damage, describe, digest
 
 
+# How a checkpoint describes its part's files, in the run's fingerprint: 2 since a part may be a range of
+# WorkDir.rows, which a build that knows only part files would not join.
+WORK_FOLDER = 2
+
+
 class ResumeMismatch(ConfigError):
     """The interrupted run in the work folder was started with other inputs or settings."""
 
@@ -104,7 +109,7 @@ class WorkDir:
 
     def rows(self, file_index: int, suffix: str) -> Path:
         """The file that holds the output rows of the file's parts written in turn (formats.base.AppendedPart),
-        which the join renames into the output."""
+        which the join links into place as the output."""
         return self._file_dir(file_index) / f"rows{suffix}"
 
     def rows_end(self, file_index: int, suffix: str) -> int:

@@ -3,7 +3,7 @@ and joined into the output file once every part is done (see checkpoint.py).
 
 Parts written one after another in this process, in a format whose join is their bytes in turn, go
 into one file (`WorkDir.rows`) at their place, each checkpoint holding its range: the join checks
-them and renames that file, so each byte is written once. Worker processes and Ray actors write
+them and links that file into place, so each byte is written once. Worker processes and Ray actors write
 parts at the same time, each into its own files, which the join copies.
 """
 
@@ -115,9 +115,9 @@ def join_parts(work: WorkDir, index: int, job: FileJob, writer: Format, schema: 
     pieces = [piece for i, c in enumerate(work.checkpoints(index))  # one checkpoint in memory at a time
               if (piece := _output(work, index, i, c, writer.suffix)) is not None]
     rows = work.rows(index, writer.suffix)
-    if not _renamed(pieces, rows, job.output):
+    if not _linked(pieces, rows, job.output):
         if any(isinstance(piece, tuple) for piece in pieces):
-            concat_files(pieces, job.output)  # parts of both kinds (a resume with or without workers)
+            concat_files(pieces, job.output)  # ranges: parts of both kinds, or no hard links here
         else:
             writer.join(pieces, job.output, schema)
     work.mark_file_done(index)
@@ -138,9 +138,11 @@ def _output(work: WorkDir, index: int, part: int, checkpoint: dict[str, Any], su
     return None
 
 
-def _renamed(pieces: list, rows: Path, dest: Path) -> bool:
-    """Whether the output could be `rows` as it is (every piece in it, in order from its start: the
-    rows written once), cut after the last piece (a killed part's bytes may follow) and renamed."""
+def _linked(pieces: list[Path | tuple[Path, int, int]], rows: Path, dest: Path) -> bool:
+    """The output made `rows` itself, when every piece is in it, in order from its start (the rows written
+    once): `rows` cut after the last piece (a killed part's bytes may follow) and linked into place. It
+    stays until the file is marked joined, so a kill before that finds the parts whole. False, nothing
+    done but the cut: the pieces are to be copied (parts of both kinds, or a file system without links)."""
     end = 0
     for piece in pieces:
         if not isinstance(piece, tuple) or piece[1] != end:
@@ -148,11 +150,13 @@ def _renamed(pieces: list, rows: Path, dest: Path) -> bool:
         end += piece[2]
     if not pieces:
         return False
-    with open(rows, "r+b") as handle:
-        handle.truncate(end)
+    os.truncate(rows, end)
     dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.trajcomp-tmp")
+    tmp.unlink(missing_ok=True)
     try:
-        os.replace(rows, dest)
-    except OSError:  # another file system: copied instead
+        os.link(rows, tmp)
+    except OSError:  # another file system, or one without hard links
         return False
+    os.replace(tmp, dest)
     return True

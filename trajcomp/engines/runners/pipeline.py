@@ -34,7 +34,7 @@ from ..flow.paths import FileJob, Layout
 from ..flow.progress import Progress, warn
 from ..flow.results import Rejected, Skipped, Written, settled, shown_as
 from ..flow.selection import Selection, Taker
-from ..parts.checkpoint import WorkDir
+from ..parts.checkpoint import WORK_FOLDER, WorkDir
 from ..parts.failures import FailureStreak
 from ..parts.manifest import DamagedPart
 from ..parts.part import SIDE_FILES, Part
@@ -131,6 +131,7 @@ class Runner:
         config = {s: {k: v for k, v in keys.items() if k not in _NOT_IN_OUTPUT} for s, keys in sections}
         return {
             "trajcomp_version": __version__,
+            "work_folder": WORK_FOLDER,  # a build that reads checkpoints otherwise refuses the folder
             "inputs": [[j.source or str(j.input), *(j.listed or identity(j.input))] for j in self.layout.files],
             "outputs": [j.dest or str(j.output) for j in self.layout.files],
             "config": config,
