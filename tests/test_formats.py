@@ -8,6 +8,7 @@ import gzip
 import hashlib
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -23,7 +24,7 @@ import processes
 from trajcomp.formats import FORMATS, format_for, split_suffix
 from trajcomp.formats.compressed import JSONL_GZ, JSONL_ZST
 from trajcomp.formats.json_array import JSON_ARRAY
-from trajcomp.formats.jsonl import dumps
+from trajcomp.formats.jsonl import JSONL, dumps
 from trajcomp.formats.arrow_rows import CONVERSATIONS_TYPE, METRICS_TYPE
 from trajcomp.formats.parquet import PARQUET, ParquetFormat
 from trajcomp.core.metrics import Outcome, RowMetrics
@@ -217,6 +218,19 @@ def test_parts_appended_in_turn_to_one_file_are_the_bytes_of_their_join(fmt, tmp
     for piece in pieces:
         chunk = data[piece["at"]:piece["at"] + piece["bytes"]]
         assert hashlib.sha256(chunk).hexdigest() == piece["sha256"]
+
+
+def test_a_part_appended_to_a_file_another_name_shares_leaves_that_name_as_it_was(tmp_path):
+    """The join links the parts' file into place as the output; a resume stopped before the file was marked
+    joined may write parts again: the output under its name keeps its bytes meanwhile."""
+    shared = tmp_path / "rows.jsonl"
+    shared.write_bytes(dumps(ROWS[0]) * 2)
+    os.link(shared, tmp_path / "out.jsonl")
+    part = JSONL.append_part(shared, len(dumps(ROWS[0])))
+    part.write(ROWS[1])
+    part.close()
+    assert (tmp_path / "out.jsonl").read_bytes() == dumps(ROWS[0]) * 2
+    assert shared.read_bytes() == dumps(ROWS[0]) + dumps(ROWS[1])
 
 
 def _written(fmt, path: Path, rows: list) -> Path:

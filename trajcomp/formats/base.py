@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, Sequence
@@ -190,6 +191,7 @@ class AppendedPart(PartWriter):
                  wrap: Callable[[BinaryIO], Any] | None = None):
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path, self.at, self.encode = path, at, encode
+        _unshared(path)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             os.ftruncate(fd, at)
@@ -224,6 +226,15 @@ class AppendedPart(PartWriter):
         except Exception:  # the error that made the run abort is the one to report
             pass
         os.truncate(self.path, self.at)
+
+
+def _unshared(path: Path) -> None:
+    """`path` made a file of its own when another name shares it (the output a join linked it to, before a
+    kill stopped the run): what is written next must not change the file under that name."""
+    if path.exists() and path.stat().st_nlink > 1:
+        copy = path.with_name(f".{path.name}.trajcomp-tmp")
+        shutil.copyfile(path, copy)
+        os.replace(copy, path)
 
 
 class _Hashed:
