@@ -232,6 +232,11 @@ class Run:
     tokenizer_chars: int | None = None  # what trajcomp's tokenizer encoded (its report)
     report: dict | None = None  # trajcomp's
 
+    @property
+    def rate(self) -> float:
+        """Rows a second."""
+        return self.rows / self.seconds
+
 
 def run_trajcomp(s: Setup, src: Path, target: int, suffix: str = ".jsonl", latency: float | None = None,
                  extra: tuple[str, ...] = (), tree: Path = ROOT) -> Run:
@@ -281,7 +286,7 @@ def pass_through(s: Setup) -> list[Figure]:
     limit = f"counting limit {limit_rate:.1f} rows/s (measured alongside)"
     figures = []
     for label, run, reps, goal in (("JSONL", jsonl, runs[0], 0.9), ("Parquet", pq, runs[1], 0.85)):
-        rate = run.rows / run.seconds
+        rate = run.rate
         figures.append(Figure(
             f"Pass-through, {label} ({under:.0%} of rows under target)",
             f"{rate:.1f} rows/s, {s.mb / run.seconds:.2f} MB/s", limit, rate / limit_rate, f">= {goal:g}",
@@ -313,10 +318,9 @@ def _bound_beside(s: Setup, base: Path, name: str) -> Figure:
     runs = repeat(s.args.repeats, *(lambda tree=tree: run_trajcomp(s, s.data, s.args.bound_target, latency=s.args.latency,
                                                                    tree=tree) for tree in (ROOT, base)))
     ours, theirs = (median_by(r, key=lambda run: run.seconds) for r in runs)
-    rate = lambda run: run.rows / run.seconds  # noqa: E731
     # two equal trees differ by a few percent run to run here: "does not fall" is a fall beyond that
-    return Figure(name, f"{rate(ours):.1f} rows/s", f"the tree at {BASELINE}: {rate(theirs):.1f} rows/s",
-                  rate(ours) / rate(theirs), ">= 0.97: does not fall", rate(ours) >= 0.97 * rate(theirs),
+    return Figure(name, f"{ours.rate:.1f} rows/s", f"the tree at {BASELINE}: {theirs.rate:.1f} rows/s",
+                  ours.rate / theirs.rate, ">= 0.97: does not fall", ours.rate >= 0.97 * theirs.rate,
                   others=others([r.m for reps in runs for r in reps]),
                   note=f"medians of {s.args.repeats} interleaved runs; {ours.calls} and {theirs.calls} calls")
 
@@ -324,19 +328,18 @@ def _bound_beside(s: Setup, base: Path, name: str) -> Figure:
 def _main_thread(s: Setup, base: Path, name: str) -> Figure:
     """The main thread's CPU a row in pass-through (bench_main_cpu: every row under the target, start-up
     and the run's end taken out)."""
-    few = bench_data.jsonl(s.work / "data", max(2, len(s.rows) // 10), s.args.seed)
-    n = len(s.rows) - len(bench_data.load(few))
-    if n <= 0:
+    n = max(2, len(s.rows) // 10)
+    if n >= len(s.rows):
         return Figure(name, "-", note=f"not measured: {len(s.rows)} rows leave none beside the few")
+    many, few = (s.data, len(s.rows)), (bench_data.jsonl(s.work / "data", n, s.args.seed), n)
 
     def per_row(tree: Path) -> float:
-        spent = bench_main_cpu.main_cpu(tree, s.data, s.tokenizer, "turns") - bench_main_cpu.main_cpu(tree, few, s.tokenizer, "turns")
-        return spent / n * 1e3
+        return bench_main_cpu.per_row_ms(tree, many, few, s.tokenizer, "turns")
 
     ours, theirs = (statistics.median(r) for r in repeat(s.args.repeats, lambda: per_row(ROOT), lambda: per_row(base)))
     return Figure(name, f"{ours:.3f} ms", f"the tree at {BASELINE} (issue 49's today): {theirs:.3f} ms", ours / theirs,
                   "<= 0.5", ours <= 0.5 * theirs, note=f"medians of {s.args.repeats} interleaved runs of {len(s.rows)} "
-                  f"minus {len(s.rows) - n} rows")
+                  f"minus {n} rows")
 
 
 def _baseline_tree(work: Path) -> Path:
@@ -371,7 +374,7 @@ def shared_prompt(s: Setup) -> list[Figure]:
     one, split, runs = repeat(s.args.repeats, *ways, lambda: run_trajcomp(s, src, target))
     limit_rate = len(per_row) / min(m.wall for m in one + split)
     run = median_by(runs, key=lambda r: r.seconds)
-    rate = run.rows / run.seconds
+    rate = run.rate
     shared = counts[0] * len(per_row) / sum(counts)
     return [Figure(
         "Pass-through, rows sharing their system prompt and tool schemas (nothing else repeats)",
@@ -434,7 +437,7 @@ def _summarizer_bound(s: Setup, latency: float) -> tuple[Figure, tuple[Run, Run]
     calls_per_row = run.calls / run.rows
     endpoint_rows = (c / latency) / calls_per_row if calls_per_row else float("inf")
     bound = min(endpoint_rows, limit_rate)
-    rate = run.rows / run.seconds
+    rate = run.rate
     which = "C/L" if endpoint_rows <= limit_rate else "counting limit"
     in_flight_ok = run.max_in_flight >= 0.9 * c if which == "C/L" else True
     return Figure(
@@ -563,8 +566,8 @@ def chat_template(s: Setup) -> list[Figure]:
     return [
         Figure(
             "Pass-through, chat_template (Qwen3's template, 90% of rows under target)",
-            f"{run.rows / run.seconds:.1f} rows/s", limit_text, run.rows / run.seconds / rate, ">= 0.8",
-            run.rows / run.seconds / rate >= 0.8, others=others([r.m for r in through]),
+            f"{run.rate:.1f} rows/s", limit_text, run.rate / rate, ">= 0.8",
+            run.rate / rate >= 0.8, others=others([r.m for r in through]),
             note=f"target {target} rendered tokens; tokenizer input {_input_ratio(s, run)} the rows' text; "
             f"wall with start-up {run.m.wall:.1f} s",
         ),
@@ -637,11 +640,10 @@ def workers(s: Setup) -> list[Figure]:
             lambda: run_trajcomp(s, s.data, target, latency=latency, extra=("--workers", "2")),
         )
         one, two = (median_by(r, key=lambda run: run.seconds) for r in runs)
-        rate = lambda run: run.rows / run.seconds  # noqa: E731
         figures.append(Figure(
             f"Workers: {name}, 1 and 2 worker processes ({usable_cores()} usable cores)",
-            f"1: {rate(one):.1f} rows/s; 2: {rate(two):.1f} rows/s", "1 worker (this process)",
-            rate(two) / rate(one), ">= 0.95: a second worker costs nothing", rate(two) >= 0.95 * rate(one),
+            f"1: {one.rate:.1f} rows/s; 2: {two.rate:.1f} rows/s", "1 worker (this process)",
+            two.rate / one.rate, ">= 0.95: a second worker costs nothing", two.rate >= 0.95 * one.rate,
             others=others([r.m for reps in runs for r in reps]),
             note=f"wall with start-up: 1 worker {one.m.wall:.1f} s, 2 workers {two.m.wall:.1f} s; "
                  f"peak RSS of the tree {one.m.peak_rss_mb:.0f} -> {two.m.peak_rss_mb:.0f} MB",

@@ -52,6 +52,12 @@ def main_cpu(tree: Path, src: Path, tokenizer: Path, mode: str) -> float:
     return float(next(line.split()[1] for line in done.stderr.splitlines() if line.startswith("MAIN_CPU")))
 
 
+def per_row_ms(tree: Path, many: tuple[Path, int], few: tuple[Path, int], tokenizer: Path, mode: str) -> float:
+    """The main thread's CPU a row: a run of `many` (a file, its rows) less a run of `few`, over the rows between."""
+    spent = main_cpu(tree, many[0], tokenizer, mode) - main_cpu(tree, few[0], tokenizer, mode)
+    return spent / (many[1] - few[1]) * 1e3
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rows", type=int, default=300)
@@ -64,12 +70,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--work", type=Path, default=ROOT / ".cache" / "bench" / "data")
     args = p.parse_args(argv)
     trees = args.tree or [ROOT]
-    many, few = (bench_data.jsonl(args.work, n, args.seed) for n in (args.rows, args.few))
+    many, few = ((bench_data.jsonl(args.work, n, args.seed), n) for n in (args.rows, args.few))
     per_row: dict[Path, list[float]] = {t: [] for t in trees}
     for _ in range(args.repeats):
         for tree in trees:
-            spent = main_cpu(tree, many, args.tokenizer, args.mode) - main_cpu(tree, few, args.tokenizer, args.mode)
-            per_row[tree].append(spent / (args.rows - args.few) * 1e3)
+            per_row[tree].append(per_row_ms(tree, many, few, args.tokenizer, args.mode))
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; {args.rows} - {args.few} rows, {args.mode}")
     for tree, values in per_row.items():
         print(f"{tree}: main thread {statistics.median(values):.3f} ms a row (runs: {', '.join(f'{v:.3f}' for v in values)})")
