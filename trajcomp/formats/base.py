@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, Sequence
@@ -232,9 +231,9 @@ def _unshared(path: Path) -> None:
     """`path` made a file of its own when another name shares it (the output a join linked it to, before a
     kill stopped the run): what is written next must not change the file under that name."""
     if path.exists() and path.stat().st_nlink > 1:
-        copy = path.with_name(f".{path.name}.trajcomp-tmp")
-        shutil.copyfile(path, copy)
-        os.replace(copy, path)
+        with AtomicFile(path) as copy:
+            for chunk in byte_chunks(path):
+                copy.handle.write(chunk)
 
 
 class _Hashed:
@@ -252,12 +251,17 @@ class _Hashed:
         self.handle.flush()
 
 
+def temporary(path: Path) -> Path:
+    """Where a file (or folder) is made before it is renamed into place as `path`."""
+    return path.with_name(f".{path.name}.trajcomp-tmp")
+
+
 class AtomicFile:
     """A file written under a temporary name and renamed into place only on commit."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.tmp = self.path.with_name(f".{self.path.name}.trajcomp-tmp")
+        self.tmp = temporary(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.handle: BinaryIO = open(self.tmp, "wb")
 
@@ -292,11 +296,18 @@ def concat_files(parts: Sequence[Path | tuple[Path, int, int]], dest: Path) -> N
     or of (file, first byte, size) ranges."""
     with AtomicFile(dest) as out:
         for part in parts:
-            path, at, size = part if isinstance(part, tuple) else (part, 0, None)
-            with open(path, "rb") as src:
-                src.seek(at)
-                left = size
-                while chunk := src.read(1 << 20 if left is None else min(1 << 20, left)):
-                    out.handle.write(chunk)
-                    if left is not None:
-                        left -= len(chunk)
+            for chunk in byte_chunks(*(part if isinstance(part, tuple) else (part,))):
+                out.handle.write(chunk)
+
+
+def byte_chunks(path: Path, at: int = 0, size: int | None = None) -> Iterator[bytes]:
+    """The file's bytes from `at`, `size` of them (None: to its end), in chunks of at most 1 MiB."""
+    with open(path, "rb") as src:
+        src.seek(at)
+        while size is None or size > 0:
+            chunk = src.read(1 << 20 if size is None else min(1 << 20, size))
+            if not chunk:
+                return
+            yield chunk
+            if size is not None:
+                size -= len(chunk)

@@ -29,7 +29,7 @@ from typing import Any, Iterator, Sequence
 import pyarrow as pa
 
 from .arrow_rows import batch_rows, to_table
-from .base import Format, Record, write_json
+from .base import Format, Record, temporary, write_json
 from .parquet import PARQUET, conformed_row_groups, joined_schema
 
 STATE = "state.json"
@@ -104,7 +104,7 @@ class HfFolderFormat(Format):
             empty = to_table([], schema)
             target, tables = empty.schema, iter([empty])
         features = _features(target, schema)
-        tmp = dest.with_name(f".{dest.name}.trajcomp-tmp")
+        tmp = temporary(dest)
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         try:

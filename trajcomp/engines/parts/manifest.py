@@ -12,6 +12,8 @@ import hashlib
 from pathlib import Path
 from typing import Any, Iterable
 
+from ...formats.base import byte_chunks
+
 
 class DamagedPart(RuntimeError):
     """A part that fails its check where this run cannot compute it again (at every join, or a rejects
@@ -32,11 +34,8 @@ def digest(path: Path) -> str:
 def range_digest(path: Path, at: int, size: int) -> str:
     """The sha256 of `size` bytes of the file from byte `at`, in hex."""
     sha = hashlib.sha256()
-    with open(path, "rb") as f:
-        f.seek(at)
-        while size > 0 and (chunk := f.read(min(1 << 20, size))):
-            sha.update(chunk)
-            size -= len(chunk)
+    for chunk in byte_chunks(path, at, size):
+        sha.update(chunk)
     return sha.hexdigest()
 
 

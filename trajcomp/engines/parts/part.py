@@ -15,7 +15,7 @@ from typing import Any
 
 from ...core.metrics import Aggregate
 from ...formats import Format
-from ...formats.base import AppendedPart, PartWriter, concat_files
+from ...formats.base import AppendedPart, PartWriter, concat_files, temporary
 from ...formats.jsonl import JSONL
 from ..flow.paths import FileJob
 from ..flow.results import Rejected, Skipped, Written
@@ -152,7 +152,7 @@ def _linked(pieces: list[Path | tuple[Path, int, int]], rows: Path, dest: Path) 
         return False
     os.truncate(rows, end)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.trajcomp-tmp")
+    tmp = temporary(dest)
     tmp.unlink(missing_ok=True)
     try:
         os.link(rows, tmp)
