@@ -26,6 +26,7 @@ from test_resume import args, hermes_row, run_held_midway, thaw
 
 from trajcomp import cli
 from trajcomp.engines.parts import work as part_work
+from trajcomp.engines.parts.checkpoint import WorkDir
 from trajcomp.engines.runners import pipeline
 
 ROWS = 24
@@ -58,18 +59,20 @@ def _work(out: Path) -> Path:
 def rows_of(work: Path, index: int, suffix: str = ".jsonl", file: int = 0) -> tuple[Path, int, int | None]:
     """Where a part's file `suffix` is, by its checkpoint: a file of its own (path, 0, None), or the part's
     range of the file that holds the rows of parts written in turn (WorkDir.rows)."""
-    folder = work / f"file-{file:05d}"
-    own = folder / f"part-{index:06d}{suffix}"
-    done = folder / f"part-{index:06d}.done.json"
+    folder = WorkDir(work, {})
+    own, done, rows = folder.part(file, index, suffix), folder.part(file, index, ".done.json"), folder.rows(file, suffix)
     files = json.loads(done.read_text()).get("files", {}) if done.exists() else {}
-    if own.name in files or f"rows{suffix}" not in files:
+    if own.name in files or rows.name not in files:
         return own, 0, None
-    piece = files[f"rows{suffix}"]
-    return folder / f"rows{suffix}", piece["at"], piece["bytes"]
+    return rows, files[rows.name]["at"], files[rows.name]["bytes"]
+
+
+def _file(where: Path | tuple[Path, int, int | None]) -> Path:
+    return where[0] if isinstance(where, tuple) else where  # a whole file, or rows_of's range of one
 
 
 def _middle(where: Path | tuple[Path, int, int | None]) -> tuple[Path, int]:
-    path, at, size = where if isinstance(where, tuple) else (where, 0, None)  # a whole file, or rows_of's range
+    path, at, size = where if isinstance(where, tuple) else (where, 0, None)
     return path, at + (path.stat().st_size if size is None else size) // 2
 
 
@@ -88,12 +91,12 @@ def overwrite(where: Path | tuple[Path, int, int | None]) -> None:
 
 
 def delete(where: Path | tuple[Path, int, int | None]) -> None:
-    _middle(where)[0].unlink()
+    _file(where).unlink()
 
 
 def older_checkpoint(where: Path | tuple[Path, int, int | None]) -> None:
     """The checkpoint as a trajcomp from before manifests wrote it: no sizes, no checksums."""
-    done = _middle(where)[0]
+    done = _file(where)
     checkpoint = json.loads(done.read_text())
     del checkpoint["files"]
     done.write_text(json.dumps(checkpoint))
@@ -136,7 +139,7 @@ def test_what_a_killed_part_left_after_the_last_checkpoint_is_cut_off_not_joined
     result = run_cli(*args(killed.src, killed.out, killed.tok, killed.server.base_url))
     assert result.code == 0 and result.stderr == "", result.stderr
     assert killed.out.read_bytes() == killed.ref.read_bytes()
-    assert not rows.exists()  # renamed into the output
+    assert not rows.exists()  # in place as the output, then removed
 
 
 def run_inproc(argv: list[str]) -> tuple[int, str]:
@@ -182,8 +185,6 @@ def _stop(*_: object) -> None:
 def test_a_kill_after_the_output_is_in_place_and_before_its_file_is_marked_joined_loses_no_part(tmp_path, monkeypatch):
     """The join puts the parts' file in place as the output before it marks the file joined: a run stopped
     between the two resumes with every part whole (no warning, nothing computed again)."""
-    from trajcomp.engines.parts.checkpoint import WorkDir
-
     src = write_jsonl(tmp_path / "in.jsonl", [*read_jsonl(SAMPLES / "hermes_research_runs.jsonl")[:5], "{oops"])
     assert run_inproc(offline(src, tmp_path / "ref.jsonl"))[0] == 0
     with monkeypatch.context() as patched:
